@@ -1,0 +1,110 @@
+package dev.sluice;
+
+import dev.sluice.internal.Checks;
+
+/**
+ * The five algorithms, as validated parameter records. Their behaviour lives once, in the reference
+ * model ({@link dev.sluice.model.ReferenceModel}); every backend computes exactly that model.
+ *
+ * <p>All durations are whole microseconds. Every product an algorithm computes is kept at or under
+ * 2^52 (see {@link #limit()} and each record), because the Redis backend evaluates the same arithmetic
+ * in Lua doubles, which are exact only up to 2^53.
+ */
+public sealed interface Algorithm
+    permits Algorithm.FixedWindow, Algorithm.SlidingWindow, Algorithm.TokenBucket, Algorithm.Gcra, Algorithm.SlidingLog {
+
+  /** The most permits this algorithm can grant at once: the value a decision reports as its limit. */
+  long limit();
+
+  /** A short stable name: {@code fixed-window}, {@code sliding-window}, {@code token-bucket}, {@code gcra}, {@code sliding-log}. */
+  String id();
+
+  /**
+   * Fixed window: a window opens on a key's first hit and lasts {@code windowMicros}; the next hit
+   * after it ends opens a new one. A burst across a boundary can admit up to twice the limit.
+   */
+  record FixedWindow(long limit, long windowMicros) implements Algorithm {
+    public FixedWindow {
+      Checks.positive("limit", limit);
+      checkWindow(windowMicros);
+    }
+
+    @Override public String id() { return "fixed-window"; }
+  }
+
+  /**
+   * Sliding window, the two-window weighted counter: windows aligned to multiples of
+   * {@code windowMicros}; the previous window's count is weighted by the part of it still inside the
+   * sliding window. Requires {@code limit * windowMicros <= 2^52}.
+   */
+  record SlidingWindow(long limit, long windowMicros) implements Algorithm {
+    public SlidingWindow {
+      Checks.positive("limit", limit);
+      checkWindow(windowMicros);
+      Checks.exactProduct("sliding window", limit, "limit", windowMicros, "window");
+    }
+
+    @Override public String id() { return "sliding-window"; }
+  }
+
+  /**
+   * Token bucket: holds at most {@code capacity} tokens, refills {@code refillTokens} every
+   * {@code refillPeriodMicros}, continuously (a fraction of a token accrues as time passes). A new key
+   * starts full. Requires {@code capacity * refillPeriodMicros <= 2^52}.
+   */
+  record TokenBucket(long capacity, long refillTokens, long refillPeriodMicros) implements Algorithm {
+    public TokenBucket {
+      Checks.positive("capacity", capacity);
+      Checks.positive("refill tokens", refillTokens);
+      checkWindow(refillPeriodMicros);
+      Checks.exactProduct("token bucket", capacity, "capacity", refillPeriodMicros, "refill period");
+    }
+
+    @Override public long limit() { return capacity; }
+
+    @Override public String id() { return "token-bucket"; }
+  }
+
+  /**
+   * GCRA (generic cell rate algorithm): {@code rate} requests per {@code periodMicros}, with up to
+   * {@code burst} admitted at once. It stores a single theoretical arrival time (kept exactly, with
+   * its fraction of a microsecond in units of 1/rate). Its decisions equal those of a token bucket
+   * of capacity {@code burst} refilling {@code rate} per period: it is the same limit in the
+   * one-timestamp form that is cheapest to store. Requires {@code burst * periodMicros <= 2^52}.
+   */
+  record Gcra(long rate, long periodMicros, long burst) implements Algorithm {
+    public Gcra {
+      Checks.positive("rate", rate);
+      checkWindow(periodMicros);
+      Checks.positive("burst", burst);
+      Checks.exactProduct("gcra", burst, "burst", periodMicros, "period");
+    }
+
+    @Override public long limit() { return burst; }
+
+    @Override public String id() { return "gcra"; }
+  }
+
+  /**
+   * Exact sliding log: every admitted request's time is kept for one window; a request is admitted
+   * when the permits logged in the last {@code windowMicros} plus its own are within the limit.
+   * Memory per key grows with the limit, so it is a memory-tier algorithm.
+   */
+  record SlidingLog(long limit, long windowMicros) implements Algorithm {
+    public SlidingLog {
+      Checks.positive("limit", limit);
+      checkWindow(windowMicros);
+    }
+
+    @Override public String id() { return "sliding-log"; }
+  }
+
+  private static void checkWindow(long micros) {
+    if (micros < Checks.MIN_WINDOW_MICROS) {
+      throw new IllegalArgumentException("window " + micros + " us is under 1 ms; use at least 1000 microseconds");
+    }
+    if (micros > Checks.MAX_EXACT) {
+      throw new IllegalArgumentException("window " + micros + " us exceeds 2^52 microseconds");
+    }
+  }
+}

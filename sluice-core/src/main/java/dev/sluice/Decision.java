@@ -1,0 +1,115 @@
+package dev.sluice;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+
+/**
+ * The answer to one check. Immutable.
+ *
+ * <p>Times are held as epoch microseconds and turned into {@link Instant} / {@link Duration} only
+ * when asked for, so a caller that reads only {@link #allowed()} costs no allocation beyond what the
+ * JIT can scalar-replace.
+ *
+ * <p>{@link #retryAfter()} is zero when allowed and at least 1 ms when refused. This is enforced here,
+ * in the one constructor every backend goes through.
+ */
+public final class Decision {
+  private static final long MIN_RETRY_MICROS = 1_000;
+
+  private final boolean allowed;
+  private final Reason reason;
+  private final Path path;
+  private final Policy policy;
+  private final long limit;
+  private final long remaining;
+  private final long resetAtMicros;
+  private final long retryAfterMicros;
+  private final Ticket ticket;
+
+  private Decision(boolean allowed, Reason reason, Path path, Policy policy, long limit, long remaining,
+                   long resetAtMicros, long retryAfterMicros, Ticket ticket) {
+    this.allowed = allowed;
+    this.reason = reason;
+    this.path = path;
+    this.policy = policy;
+    this.limit = limit;
+    this.remaining = Math.max(0, remaining);
+    this.resetAtMicros = resetAtMicros;
+    this.retryAfterMicros = allowed ? 0 : Math.max(MIN_RETRY_MICROS, retryAfterMicros);
+    this.ticket = ticket;
+  }
+
+  /** An allowed decision; {@code ticket} may be null when nothing was counted. */
+  public static Decision allowed(Policy policy, long remaining, long resetAtMicros, Ticket ticket) {
+    return new Decision(true, Reason.WITHIN_LIMIT, Path.PRIMARY, policy, policy.limit(), remaining, resetAtMicros, 0, ticket);
+  }
+
+  /** A refusal for {@code reason}; {@code retryAfterMicros} is raised to 1 ms if lower. */
+  public static Decision refused(Policy policy, Reason reason, long remaining, long resetAtMicros, long retryAfterMicros) {
+    return new Decision(false, reason, Path.PRIMARY, policy, policy.limit(), remaining, resetAtMicros, retryAfterMicros, null);
+  }
+
+  /** The general form, for failure modes and composition. */
+  public static Decision of(boolean allowed, Reason reason, Path path, Policy policy, long remaining,
+                            long resetAtMicros, long retryAfterMicros, Ticket ticket) {
+    return new Decision(allowed, reason, path, policy, policy.limit(), remaining, resetAtMicros, retryAfterMicros, ticket);
+  }
+
+  /** This decision as served by another path (e.g. {@link Path#FALLBACK}). */
+  public Decision withPath(Path newPath) {
+    return newPath == path ? this
+        : new Decision(allowed, reason, newPath, policy, limit, remaining, resetAtMicros, retryAfterMicros, ticket);
+  }
+
+  public boolean allowed() { return allowed; }
+
+  public Reason reason() { return reason; }
+
+  public Path path() { return path; }
+
+  public Policy policy() { return policy; }
+
+  /** The most permits the policy grants at once (fixed/sliding limit, bucket capacity, GCRA burst). */
+  public long limit() { return limit; }
+
+  /** Permits left after this decision, never negative. */
+  public long remaining() { return remaining; }
+
+  /** When the window ends or the bucket is full again. */
+  public Instant resetAt() {
+    return Instant.ofEpochSecond(Math.floorDiv(resetAtMicros, 1_000_000L), Math.floorMod(resetAtMicros, 1_000_000L) * 1_000L);
+  }
+
+  public long resetAtMicros() { return resetAtMicros; }
+
+  /** Zero when allowed; at least 1 ms when refused. */
+  public Duration retryAfter() {
+    return Duration.ofNanos(retryAfterMicros * 1_000L);
+  }
+
+  public long retryAfterMicros() { return retryAfterMicros; }
+
+  /** Present when permits were counted and can be refunded. */
+  public Optional<Ticket> ticket() {
+    return Optional.ofNullable(ticket);
+  }
+
+  @Override public String toString() {
+    return "Decision[" + (allowed ? "allowed" : "refused") + ", reason=" + reason + ", path=" + path
+        + ", policy=" + policy.name() + ", limit=" + limit + ", remaining=" + remaining
+        + ", resetAtMicros=" + resetAtMicros + ", retryAfterMicros=" + retryAfterMicros
+        + (ticket != null ? ", ticket" : "") + "]";
+  }
+
+  /** Field-wise equality of the decision contract (allowed, reason, path, policy, limit, remaining, reset, retry); tickets are not compared. */
+  @Override public boolean equals(Object o) {
+    return o instanceof Decision d && allowed == d.allowed && reason == d.reason && path == d.path
+        && policy.equals(d.policy) && limit == d.limit && remaining == d.remaining
+        && resetAtMicros == d.resetAtMicros && retryAfterMicros == d.retryAfterMicros;
+  }
+
+  @Override public int hashCode() {
+    return Long.hashCode(remaining) * 31 + Long.hashCode(resetAtMicros) + (allowed ? 1 : 0);
+  }
+}

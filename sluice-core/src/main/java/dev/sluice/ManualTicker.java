@@ -1,0 +1,31 @@
+package dev.sluice;
+
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+
+/** A {@link Ticker} for tests: time moves only when {@link #advance} or {@link #set} is called. Thread-safe. */
+public final class ManualTicker implements Ticker {
+  private final AtomicLong now;
+
+  ManualTicker(long startMicros) {
+    this.now = new AtomicLong(startMicros);
+  }
+
+  @Override public long nowMicros() {
+    return now.get();
+  }
+
+  public ManualTicker advance(Duration d) {
+    return advanceMicros(d.toNanos() / 1_000);
+  }
+
+  public ManualTicker advanceMicros(long micros) {
+    now.addAndGet(micros);
+    return this;
+  }
+
+  public ManualTicker set(long micros) {
+    now.set(micros);
+    return this;
+  }
+}

@@ -1,0 +1,87 @@
+package dev.sluice;
+
+/**
+ * Told about decisions, refusals, refunds and store calls. Every method has a no-op default, so a
+ * listener implements only what it needs. Limiters call listeners through {@link #guarded}: a
+ * listener that throws is logged and never breaks a decision.
+ *
+ * <p>Keys are personal data more often than not (IP addresses, account ids), so a listener receives
+ * the key only when the user opts in ({@code includeKeys}); otherwise the key argument is null.
+ */
+public interface RateLimitListener {
+
+  /** No-op listener. */
+  RateLimitListener NONE = new RateLimitListener() {};
+
+  /** Every decision, allowed or refused. {@code key} is null unless keys were opted in. */
+  default void onDecision(Decision decision, String key) {}
+
+  /** Every refused decision (called after {@link #onDecision}). {@code key} is null unless keys were opted in. */
+  default void onRefusal(Decision decision, String key) {}
+
+  /** A refund and what it did. */
+  default void onRefund(Policy policy, Refund result) {}
+
+  /**
+   * One call to a shared store (Redis round trip, SQL statement, store SPI operation): its latency
+   * and, if it failed, the error.
+   */
+  default void onStoreCall(Policy policy, long latencyNanos, Throwable error) {}
+
+  /**
+   * Wraps {@code listener} so that its exceptions are logged and swallowed, and so that it receives
+   * keys only when {@code includeKeys} is true.
+   */
+  static RateLimitListener guarded(RateLimitListener listener, boolean includeKeys) {
+    if (listener == null || listener == NONE) {
+      return NONE;
+    }
+    return new GuardedListener(listener, includeKeys);
+  }
+}
+
+final class GuardedListener implements RateLimitListener {
+  private static final System.Logger LOG = System.getLogger(RateLimitListener.class.getName());
+  private final RateLimitListener delegate;
+  private final boolean includeKeys;
+
+  GuardedListener(RateLimitListener delegate, boolean includeKeys) {
+    this.delegate = delegate;
+    this.includeKeys = includeKeys;
+  }
+
+  @Override public void onDecision(Decision decision, String key) {
+    try {
+      delegate.onDecision(decision, includeKeys ? key : null);
+      if (!decision.allowed()) {
+        delegate.onRefusal(decision, includeKeys ? key : null);
+      }
+    } catch (Throwable t) {
+      log(t);
+    }
+  }
+
+  @Override public void onRefusal(Decision decision, String key) {
+    // Delivered by onDecision, so that a limiter makes one call per decision.
+  }
+
+  @Override public void onRefund(Policy policy, Refund result) {
+    try {
+      delegate.onRefund(policy, result);
+    } catch (Throwable t) {
+      log(t);
+    }
+  }
+
+  @Override public void onStoreCall(Policy policy, long latencyNanos, Throwable error) {
+    try {
+      delegate.onStoreCall(policy, latencyNanos, error);
+    } catch (Throwable t) {
+      log(t);
+    }
+  }
+
+  private static void log(Throwable t) {
+    LOG.log(System.Logger.Level.WARNING, "rate-limit listener threw; ignored", t);
+  }
+}

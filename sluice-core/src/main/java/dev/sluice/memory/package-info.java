@@ -1,0 +1,2 @@
+/** The memory tier: per-instance, zero I/O, bounded in keys and key length. */
+package dev.sluice.memory;

@@ -1,0 +1,56 @@
+package dev.sluice.model;
+
+/**
+ * The result fields of one reference step. Mutable scratch: a caller reuses one per thread or per
+ * locked entry, so a step allocates nothing. Not thread-safe.
+ */
+public final class Outcome {
+  boolean allowed;
+  boolean invalidClock;
+  boolean wrote;
+  long remaining;
+  long resetAt;
+  long retryAfter;
+  long stamp;
+
+  /** True when the permits fit and were counted. */
+  public boolean allowed() { return allowed; }
+
+  /** True when the clock reading was rejected (not positive); nothing else is meaningful then. */
+  public boolean invalidClock() { return invalidClock; }
+
+  /** True when the step changed the state (only allowed acquires, refunds that applied). */
+  public boolean wrote() { return wrote; }
+
+  /** Permits left after the step. */
+  public long remaining() { return remaining; }
+
+  /** Epoch microseconds when the window ends or the bucket is full again. */
+  public long resetAt() { return resetAt; }
+
+  /** Microseconds until the refused request could fit; 0 when allowed. */
+  public long retryAfter() { return retryAfter; }
+
+  /** The ticket stamp of an allowed acquire (window start, log entry time, or 0). */
+  public long stamp() { return stamp; }
+
+  void set(boolean allowed, long remaining, long resetAt, long retryAfter, long stamp, boolean wrote) {
+    this.allowed = allowed;
+    this.invalidClock = false;
+    this.remaining = remaining;
+    this.resetAt = resetAt;
+    this.retryAfter = retryAfter;
+    this.stamp = stamp;
+    this.wrote = wrote;
+  }
+
+  void invalid() {
+    set(false, 0, 0, 0, 0, false);
+    this.invalidClock = true;
+  }
+
+  @Override public String toString() {
+    return "Outcome[allowed=" + allowed + ", invalidClock=" + invalidClock + ", wrote=" + wrote + ", remaining=" + remaining
+        + ", resetAt=" + resetAt + ", retryAfter=" + retryAfter + ", stamp=" + stamp + "]";
+  }
+}

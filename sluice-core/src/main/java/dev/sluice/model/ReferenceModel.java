@@ -1,0 +1,324 @@
+package dev.sluice.model;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Algorithm.FixedWindow;
+import dev.sluice.Algorithm.Gcra;
+import dev.sluice.Algorithm.SlidingLog;
+import dev.sluice.Algorithm.SlidingWindow;
+import dev.sluice.Algorithm.TokenBucket;
+
+/**
+ * The reference step functions: the one definition of every algorithm, which every backend (memory,
+ * Redis scripts, SQL statements, the compare-and-set engine) must match decision for decision.
+ *
+ * <p>Each function is pure over its arguments: {@code (state, now, permits, algorithm) -> (state',
+ * outcome)}. Time is integer epoch microseconds; all arithmetic is on {@code long} and, by the
+ * validation in {@link Algorithm}, never exceeds 2^53, so the same code ports to Lua (doubles) and
+ * SQL (bigint) unchanged. A step never allocates.
+ *
+ * <h2>State layout</h2>
+ * A state is a {@code long[3]}; all zeros means "no state" (a key never seen, or reclaimed). A clock
+ * reading {@code now <= 0} is invalid ({@link Outcome#invalidClock()}), which keeps 0 free to mean absent.
+ * <table>
+ *   <caption>state[0..2] per algorithm</caption>
+ *   <tr><th>algorithm</th><th>[0]</th><th>[1]</th><th>[2]</th></tr>
+ *   <tr><td>fixed window</td><td>window start</td><td>count</td><td>-</td></tr>
+ *   <tr><td>sliding window</td><td>current window start (a multiple of the window)</td><td>current count</td><td>previous count</td></tr>
+ *   <tr><td>token bucket</td><td>time of last update</td><td>tokens x refill period (scaled tokens)</td><td>-</td></tr>
+ *   <tr><td>GCRA</td><td>theoretical arrival time, whole microseconds</td><td>its fraction, in 1/rate microseconds</td><td>-</td></tr>
+ * </table>
+ * The sliding log keeps a list and has its own state type, {@link SlidingLogState}.
+ *
+ * <h2>Saturation</h2>
+ * A refused acquire never changes the state ({@link Outcome#wrote()} is false): a flood against a
+ * key at its limit costs reads, not writes. Only allowed acquires and refunds that applied write.
+ */
+public final class ReferenceModel {
+  private ReferenceModel() {}
+
+  /** Number of longs in a state array. */
+  public static final int STATE_SIZE = 3;
+
+  /** Tries to spend {@code permits} (already validated: 1..limit) at {@code now}. */
+  public static void acquire(Algorithm alg, long[] st, long now, long permits, Outcome out) {
+    if (now <= 0) {
+      out.invalid();
+      return;
+    }
+    step(alg, st, now, permits, out, true);
+  }
+
+  /** What an acquire of one permit would decide at {@code now}, without changing the state. */
+  public static void peek(Algorithm alg, long[] st, long now, Outcome out) {
+    if (now <= 0) {
+      out.invalid();
+      return;
+    }
+    step(alg, st, now, 1, out, false);
+  }
+
+  private static void step(Algorithm alg, long[] st, long now, long n, Outcome out, boolean charge) {
+    if (alg instanceof FixedWindow fw) {
+      fixedWindow(fw, st, now, n, out, charge);
+    } else if (alg instanceof SlidingWindow sw) {
+      slidingWindow(sw, st, now, n, out, charge);
+    } else if (alg instanceof TokenBucket tb) {
+      tokenBucket(tb, st, now, n, out, charge);
+    } else if (alg instanceof Gcra g) {
+      gcra(g, st, now, n, out, charge);
+    } else {
+      throw noLog();
+    }
+  }
+
+  private static IllegalArgumentException noLog() {
+    return new IllegalArgumentException("the sliding log keeps a SlidingLogState; use its methods instead of a long[] state");
+  }
+
+  /**
+   * Returns {@code permits} counted under {@code stamp} at {@code now}. Window algorithms give them
+   * back only while the window they were counted in is still the current one; buckets take them back
+   * up to capacity. {@link Outcome#wrote()} tells whether anything changed; the other fields are
+   * those of a peek after the refund.
+   */
+  public static void refund(Algorithm alg, long[] st, long now, long permits, long stamp, Outcome out) {
+    if (now <= 0) {
+      out.invalid();
+      return;
+    }
+    boolean wrote;
+    if (alg instanceof FixedWindow fw) {
+      wrote = st[0] != 0 && now - st[0] < fw.windowMicros() && st[0] == stamp && st[1] > 0;
+      if (wrote) {
+        st[1] = Math.max(0, st[1] - permits);
+      }
+    } else if (alg instanceof SlidingWindow sw) {
+      long[] n = {st[0], st[1], st[2]};
+      normalizeSliding(sw.windowMicros(), n, now);
+      wrote = n[0] == stamp && n[1] > 0;
+      if (wrote) {
+        st[0] = n[0];
+        st[1] = Math.max(0, n[1] - permits);
+        st[2] = n[2];
+      }
+    } else if (alg instanceof TokenBucket tb) {
+      long full = tb.capacity() * tb.refillPeriodMicros();
+      long s = refill(tb, st, now);
+      long s2 = Math.min(full, s + permits * tb.refillPeriodMicros());
+      wrote = s2 != s;
+      if (wrote) {
+        st[0] = Math.max(now, st[0]);
+        st[1] = s2;
+      }
+    } else if (alg instanceof Gcra g) {
+      long debt = gcraDebt(g, st, now);
+      wrote = debt > 0;
+      if (wrote) {
+        setDebt(g, st, now, Math.max(0, debt - permits * g.periodMicros()));
+      }
+    } else {
+      throw noLog();
+    }
+    peek(alg, st, now, out);
+    out.wrote = wrote;
+  }
+
+  /**
+   * The time after which {@code st} can no longer matter: from then on it decides exactly like an
+   * absent state, so it may be reclaimed (memory), expire (Redis TTL) or be swept (SQL). 0 for an
+   * absent state.
+   */
+  public static long expiresAt(Algorithm alg, long[] st) {
+    if (st[0] == 0) {
+      return 0;
+    }
+    if (alg instanceof FixedWindow fw) {
+      return st[0] + fw.windowMicros();
+    } else if (alg instanceof SlidingWindow sw) {
+      return st[0] + 2 * sw.windowMicros();
+    } else if (alg instanceof TokenBucket tb) {
+      return st[0] + ceilDiv(tb.capacity() * tb.refillPeriodMicros() - st[1], tb.refillTokens());
+    } else if (alg instanceof Gcra) {
+      return st[0] + (st[1] > 0 ? 1 : 0);
+    }
+    throw noLog();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Fixed window.
+  //   live   = start != 0 && now - start < W      (a clock behind start keeps the window)
+  //   count  = live ? state count : 0;  start = live ? state start : now
+  //   allow  iff count + n <= L;  writes [start, count + n]
+  //   remaining = L - count(after);  resetAt = start + W;  retryAfter = start + W - now
+  //   stamp  = start
+  // ---------------------------------------------------------------------------------------------
+  private static void fixedWindow(FixedWindow fw, long[] st, long now, long n, Outcome out, boolean charge) {
+    long w = fw.windowMicros();
+    long limit = fw.limit();
+    boolean live = st[0] != 0 && now - st[0] < w;
+    long start = live ? st[0] : now;
+    long count = live ? st[1] : 0;
+    long resetAt = start + w;
+    if (count + n <= limit) {
+      if (charge) {
+        st[0] = start;
+        st[1] = count + n;
+        out.set(true, limit - count - n, resetAt, 0, start, true);
+      } else {
+        out.set(true, limit - count, resetAt, 0, 0, false);
+      }
+    } else {
+      out.set(false, limit - count, resetAt, resetAt - now, 0, false);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Sliding window (two-window weighted counter), W = window, windows start at multiples of W.
+  //   normalise to now: the current window a = now - now mod W; a state one window back becomes
+  //   [a, 0, cur]; older becomes [a, 0, 0]; a state ahead of the clock is kept, with elapsed 0.
+  //   e        = max(0, now - start)
+  //   estimate = cur + ceil(prev * (W - e) / W)          (rounded up: never weaker than exact)
+  //   allow    iff estimate + n <= L; writes [start, cur + n, prev]
+  //   remaining = L - estimate(after); resetAt = start + W (end of the current window); stamp = start
+  //   retryAfter: the first e' in this window with cur + ceil(prev (W - e') / W) + n <= L, that is
+  //   e' = W - floor((L - n - cur) W / prev); if none, the next window where the weight is cur:
+  //   e'' = max(0, W - floor((L - n) W / cur)), at start + W + e''.
+  // ---------------------------------------------------------------------------------------------
+  private static void slidingWindow(SlidingWindow sw, long[] st, long now, long n, Outcome out, boolean charge) {
+    long w = sw.windowMicros();
+    long limit = sw.limit();
+    long s0 = st[0], s1 = st[1], s2 = st[2];
+    long start, cur, prev;
+    long a = now - Math.floorMod(now, w);
+    if (s0 == 0 || s0 + w < a) {
+      start = a; cur = 0; prev = 0;
+    } else if (s0 + w == a) {
+      start = a; cur = 0; prev = s1;
+    } else {
+      start = s0; cur = s1; prev = s2;
+    }
+    long e = Math.max(0, now - start);
+    long estimate = cur + (prev == 0 ? 0 : ceilDiv(prev * (w - e), w));
+    long resetAt = start + w;
+    if (estimate + n <= limit) {
+      if (charge) {
+        st[0] = start;
+        st[1] = cur + n;
+        st[2] = prev;
+        out.set(true, limit - estimate - n, resetAt, 0, start, true);
+      } else {
+        out.set(true, limit - estimate, resetAt, 0, 0, false);
+      }
+      return;
+    }
+    long avail = limit - n - cur;
+    long at = -1;
+    if (avail >= 0 && prev > 0) {
+      long ePrime = w - Math.floorDiv(avail * w, prev);
+      if (ePrime < w) {
+        at = start + ePrime;
+      }
+    }
+    if (at < 0) {
+      long eNext = cur == 0 ? 0 : Math.max(0, w - Math.floorDiv((limit - n) * w, cur));
+      at = start + w + eNext;
+    }
+    out.set(false, limit - estimate, resetAt, at - now, 0, false);
+  }
+
+  private static void normalizeSliding(long w, long[] st, long now) {
+    long a = now - Math.floorMod(now, w);
+    if (st[0] == 0 || st[0] + w < a) {
+      st[0] = a; st[1] = 0; st[2] = 0;
+    } else if (st[0] + w == a) {
+      st[2] = st[1]; st[1] = 0; st[0] = a;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Token bucket, C = capacity, R = refill tokens, P = refill period. Tokens are kept scaled by P, so
+  // a continuous refill of R/P tokens per microsecond adds exactly R scaled tokens per microsecond.
+  //   full = C * P;  t = max(now, last);  an absent bucket is full
+  //   scaled = min(full, scaled + (t - last) * R)       (computed without overflow)
+  //   allow iff scaled >= n * P; writes [t, scaled - n P]
+  //   remaining = floor(scaled(after) / P); resetAt = t + ceil((full - scaled(after)) / R)
+  //   retryAfter = t + ceil((n P - scaled) / R) - now
+  // ---------------------------------------------------------------------------------------------
+  private static void tokenBucket(TokenBucket tb, long[] st, long now, long n, Outcome out, boolean charge) {
+    long p = tb.refillPeriodMicros();
+    long r = tb.refillTokens();
+    long full = tb.capacity() * p;
+    long t = st[0] == 0 ? now : Math.max(now, st[0]);
+    long s = refill(tb, st, now);
+    long need = n * p;
+    if (s >= need) {
+      long after = charge ? s - need : s;
+      if (charge) {
+        st[0] = t;
+        st[1] = after;
+      }
+      out.set(true, after / p, t + ceilDiv(full - after, r), 0, 0, charge);
+    } else {
+      out.set(false, s / p, t + ceilDiv(full - s, r), t + ceilDiv(need - s, r) - now, 0, false);
+    }
+  }
+
+  /** Scaled tokens at {@code now} (or at the state's time if the clock is behind it). */
+  private static long refill(TokenBucket tb, long[] st, long now) {
+    long full = tb.capacity() * tb.refillPeriodMicros();
+    if (st[0] == 0) {
+      return full;
+    }
+    long s = st[1];
+    long elapsed = now - st[0];
+    if (elapsed <= 0) {
+      return s;
+    }
+    long toFull = ceilDiv(full - s, tb.refillTokens());
+    return elapsed >= toFull ? full : s + elapsed * tb.refillTokens();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // GCRA, rate Q per period P, burst B. The theoretical arrival time TAT = tat + frac / Q microseconds.
+  // Work in units of 1/Q microsecond: one request costs P (its emission interval P/Q, times Q).
+  //   debt = max(0, (tat - now) Q + frac)                 (how far TAT is ahead of now)
+  //   cap  = B P
+  //   allow iff debt + n P <= cap; then TAT' = now + (debt + n P) / Q, kept as [whole, remainder]
+  //   remaining = floor((cap - debt(after)) / P); resetAt = now + ceil(debt(after) / Q)
+  //   retryAfter = ceil((debt + n P - cap) / Q)
+  // ---------------------------------------------------------------------------------------------
+  private static void gcra(Gcra g, long[] st, long now, long n, Outcome out, boolean charge) {
+    long p = g.periodMicros();
+    long q = g.rate();
+    long cap = g.burst() * p;
+    long debt = gcraDebt(g, st, now);
+    long need = n * p;
+    if (debt + need <= cap) {
+      long after = charge ? debt + need : debt;
+      if (charge) {
+        setDebt(g, st, now, after);
+      }
+      out.set(true, (cap - after) / p, now + ceilDiv(after, q), 0, 0, charge);
+    } else {
+      out.set(false, (cap - debt) / p, now + ceilDiv(debt, q), ceilDiv(debt + need - cap, q), 0, false);
+    }
+  }
+
+  private static long gcraDebt(Gcra g, long[] st, long now) {
+    long tat = st[0];
+    if (tat == 0 || tat < now) {
+      return 0;
+    }
+    return (tat - now) * g.rate() + st[1];
+  }
+
+  private static void setDebt(Gcra g, long[] st, long now, long debt) {
+    st[0] = now + debt / g.rate();
+    st[1] = debt % g.rate();
+  }
+
+  /** Ceiling of {@code a / b} for {@code a >= 0, b > 0}. */
+  static long ceilDiv(long a, long b) {
+    return -Math.floorDiv(-a, b);
+  }
+}

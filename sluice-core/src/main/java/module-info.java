@@ -1,0 +1,11 @@
+/**
+ * Sluice core: the rate-limiter API, the reference algorithms, the bounded memory tier and the
+ * versioned-store SPI. No runtime dependencies.
+ */
+module dev.sluice.core {
+  exports dev.sluice;
+  exports dev.sluice.model;
+  // Validation and hashing shared by the backends; not API.
+  exports dev.sluice.internal to dev.sluice.tck, dev.sluice.redis, dev.sluice.jdbc, dev.sluice.http,
+      dev.sluice.micrometer, dev.sluice.mcp, dev.sluice.server;
+}
