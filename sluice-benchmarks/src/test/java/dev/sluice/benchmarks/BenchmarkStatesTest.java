@@ -1,0 +1,58 @@
+package dev.sluice.benchmarks;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * Benchmarks never run in the build; this only checks that every benchmark's state sets up and each
+ * method answers as its load says, so a broken benchmark is caught before anyone runs the script.
+ */
+class BenchmarkStatesTest {
+
+  @Test
+  void singleKeyAllowedPassesEveryLimiter() {
+    SingleKeyBenchmark b = new SingleKeyBenchmark();
+    b.load = Limiters.Load.ALLOWED;
+    b.setUp();
+    assertThat(b.sluice()).isTrue();
+    assertThat(b.sluiceDecision().allowed()).isTrue();
+    assertThat(b.bucket4jLockFree()).isTrue();
+    assertThat(b.bucket4jSynchronized()).isTrue();
+    assertThat(b.resilience4j()).isTrue();
+    assertThat(b.guava()).isTrue();
+  }
+
+  @Test
+  void singleKeyRefusedRefusesEveryLimiter() {
+    SingleKeyBenchmark b = new SingleKeyBenchmark();
+    b.load = Limiters.Load.REFUSED;
+    b.setUp();
+    assertThat(b.sluice()).isFalse();
+    assertThat(b.sluiceDecision().allowed()).isFalse();
+    assertThat(b.bucket4jLockFree()).isFalse();
+    assertThat(b.bucket4jSynchronized()).isFalse();
+    assertThat(b.resilience4j()).isFalse();
+    assertThat(b.guava()).isFalse();
+  }
+
+  @Test
+  void keyedTracksEveryKeyInBoth() {
+    KeyedBenchmark b = new KeyedBenchmark();
+    b.keys = 1_000;
+    b.setUp();
+    assertThat(b.sluice.trackedKeys()).isEqualTo(1_000);
+    assertThat(b.caffeineOfBuckets.estimatedSize()).isEqualTo(1_000);
+    for (int i = 0; i < 100; i++) {
+      assertThat(b.sluice()).isTrue();
+      assertThat(b.caffeineOfBucket4j()).isTrue();
+    }
+    assertThat(b.sluice.trackedKeys()).isEqualTo(1_000);
+  }
+
+  @Test
+  void heapPerKeyMeasuresSomethingPositive() {
+    double[] r = HeapPerKey.measure(2_000, () -> Limiters.sluice(Limiters.Load.KEYED, 2_000), HeapPerKey::fillSluice);
+    assertThat(r[1]).as("JOL bytes per key").isGreaterThan(50);
+  }
+}
