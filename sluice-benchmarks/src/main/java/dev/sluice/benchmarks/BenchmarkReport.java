@@ -495,10 +495,74 @@ public final class BenchmarkReport {
     line("");
     Results r = runJmh("dev.sluice.benchmarks.EscapeProbeBenchmark\\.", 1, "probes");
     figureTable(r.figures);
+    inliningDiagnosis();
   }
 
-  /** For the remote suites: appends text and targets. */
-  StringBuilder markdown() {
-    return md;
+  /**
+   * Why Sluice's decisions are (or are not) allocated: one run of {@code SingleKeyBenchmark.sluice}
+   * with C2's inlining decisions printed (what the benchmark's compiled loop did with the call to
+   * {@code RateLimiter.tryAcquire}), and one with {@code -XX:InlineSmallCode=20000}, which lets C2
+   * inline callees already compiled to large code.
+   */
+  void inliningDiagnosis() throws RunnerException {
+    line("### Does the caller inline Sluice's decision?");
+    line("");
+    Path log = resultsDir.resolve("inlining.log");
+    sampleLoad("before inlining diagnosis");
+    new Runner(shortOptions("dev.sluice.benchmarks.SingleKeyBenchmark.sluice$", 1, "inlining")
+        .param("load", "REFUSED")
+        .jvmArgsAppend("-XX:+UnlockDiagnosticVMOptions", "-XX:+PrintCompilation", "-XX:+PrintInlining")
+        .output(log.toString())
+        .build()).run();
+    Map<String, Integer> reasons = new LinkedHashMap<>();
+    try {
+      for (String l : Files.readAllLines(log)) {
+        if (l.contains("@ ") && l.contains("dev.sluice.RateLimiter::tryAcquire (15 bytes)")) {
+          String reason = l.substring(l.indexOf("(15 bytes)") + "(15 bytes)".length()).trim();
+          reasons.merge(reason, 1, Integer::sum);
+        }
+      }
+    } catch (IOException e) {
+      reasons.put("log unreadable: " + e.getMessage(), 1);
+    }
+    line("C2's decisions (`-XX:+PrintInlining`, `load=REFUSED`, 1 thread) at the benchmark's call to");
+    line("`RateLimiter.tryAcquire(String)` (full log: `" + log + "`):");
+    line("");
+    line("| inlining decision at the call site | times printed |");
+    line("|---|---:|");
+    reasons.forEach((k, v) -> line("| " + (k.isEmpty() ? "(none)" : k) + " | " + v + " |"));
+    line("");
+    Results forced = new Results(new Runner(shortOptions("dev.sluice.benchmarks.SingleKeyBenchmark.sluice$", 1, "inline-small-code")
+        .jvmArgsAppend("-XX:InlineSmallCode=20000")
+        .build()).run());
+    sampleLoad("after inlining diagnosis");
+    line("The same benchmark with `-XX:InlineSmallCode=20000` (C2 may then inline a callee already compiled to");
+    line("up to 20,000 bytes of machine code, instead of 2,500 by default):");
+    line("");
+    figureTable(forced.figures, "load");
+  }
+
+  /** Runs a command, returning its output (stdout and stderr); a failure to start is reported as output. */
+  String exec(String... cmd) throws InterruptedException {
+    try {
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      String out;
+      try (InputStream in = p.getInputStream()) {
+        out = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      }
+      int rc = p.waitFor();
+      return rc == 0 ? out : out + "\n(exit " + rc + ")";
+    } catch (IOException e) {
+      return "could not run " + cmd[0] + ": " + e.getMessage();
+    }
+  }
+
+  /** Runs {@code mainClass} of this jar in a fresh JVM, returning its output. */
+  String spawn(String mainClass, String... args) throws InterruptedException {
+    String java = ProcessHandle.current().info().command().orElse("java");
+    List<String> cmd = new ArrayList<>(List.of(java, "-Xmx1g", "-cp", System.getProperty("java.class.path"), mainClass));
+    cmd.addAll(List.of(args));
+    sampleLoad("before " + mainClass.substring(mainClass.lastIndexOf('.') + 1));
+    return exec(cmd.toArray(new String[0]));
   }
 }
