@@ -110,9 +110,11 @@ public interface VersionedStore {
   List<StoredRecord> list(String partition, String afterId, int limit, long deadlineNanos);
 
   /**
-   * Deletes one record if and only if its current version is {@code expectedVersion} (positive); compare
-   * and delete are one atomic step. Returns {@code true} when deleted, {@code false} when there was no
-   * record or its version differed.
+   * Deletes one record if and only if its current version is {@code expectedVersion}, the version a
+   * {@link #read} or {@link #list} returned (whatever it is: a reset must be able to remove a record
+   * someone else wrote with a version Sluice would never write); compare and delete are one atomic
+   * step. Returns {@code true} when deleted, {@code false} when there was no record or its version
+   * differed.
    *
    * <p><b>Timeout.</b> As for {@link #compareAndSet}: an unseen outcome is a {@link StoreTimeoutException}.
    *

@@ -19,7 +19,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
  *
  * <p>It is strict about its arguments, so that a test against it catches a caller that breaks the SPI:
  * partitions and ids must be 64 lowercase hex characters, values printable ASCII of 1 to
- * {@link #MAX_VALUE_LENGTH} characters, versions positive ({@link #ABSENT} only as the expected version).
+ * {@link #MAX_VALUE_LENGTH} characters, written versions positive.
  * A violation throws {@link IllegalArgumentException}. Deadlines are ignored: nothing here waits.
  */
 public final class InMemoryVersionedStore implements VersionedStore {
@@ -78,9 +78,6 @@ public final class InMemoryVersionedStore implements VersionedStore {
   @Override public boolean deleteIfVersion(String partition, String id, long expectedVersion, long deadlineNanos) {
     checkId("partition", partition);
     checkId("id", id);
-    if (expectedVersion <= 0) {
-      throw new IllegalArgumentException("expected version " + expectedVersion + " is not positive; delete the version you read");
-    }
     Map<String, StoredRecord> p = partitions.get(partition);
     if (p == null) {
       return false;
