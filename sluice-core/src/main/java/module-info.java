@@ -5,6 +5,7 @@
 module dev.sluice.core {
   exports dev.sluice;
   exports dev.sluice.model;
+  exports dev.sluice.memory;
   exports dev.sluice.spi;
   exports dev.sluice.store;
   // Validation and hashing shared by the backends; not API.
