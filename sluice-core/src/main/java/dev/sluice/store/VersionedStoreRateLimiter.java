@@ -250,18 +250,31 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
   // Refund
   // ---------------------------------------------------------------------------------------------
 
+  /**
+   * Gives a ticket's permits back (one read, and one compare-and-set when anything changes). Never
+   * throws: a null ticket, a spent ticket or a window that rolled is {@link Refund#NO_EFFECT}; a store
+   * failure, a corrupt record, an invalid clock or exhausted retries is {@link Refund#FAILED} and leaves
+   * the ticket unspent so it may be refunded again.
+   */
   @Override public Refund refund(Ticket ticket) {
-    Checks.notNull("ticket", ticket);
     return refundAt(ticket, ticker.nowMicros());
   }
 
   @Override public Refund refundAt(Ticket ticket, long nowMicros) {
-    Checks.notNull("ticket", ticket);
+    if (ticket == null) {
+      return Refund.NO_EFFECT;
+    }
     Policy p = ticket.policy();
     if (p.algorithm() instanceof Algorithm.SlidingLog || !ticket.spend()) {
       return report(p, Refund.NO_EFFECT);
     }
-    Refund r = refundOnce(ticket, p, nowMicros);
+    Refund r;
+    try {
+      r = refundOnce(ticket, p, nowMicros);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "refund under policy '" + p.name() + "' failed", e);
+      r = Refund.FAILED;
+    }
     if (r == Refund.FAILED) {
       ticket.unspend();
     }
