@@ -176,6 +176,7 @@ public final class JdbcVersionedStore implements VersionedStore {
 
   @Override public boolean compareAndSet(String partition, String id, long expectedVersion, String value, long newVersion,
                                          long expiresAtMicros, long deadlineNanos) {
+    checkValue(value);
     return call(deadlineNanos, "compare-and-set", (c, q) -> {
       if (expectedVersion == ABSENT) {
         try (PreparedStatement ps = c.prepareStatement(q.insert)) {
@@ -324,6 +325,24 @@ public final class JdbcVersionedStore implements VersionedStore {
   private static boolean isUniqueViolation(SQLException e) {
     return e instanceof SQLIntegrityConstraintViolationException
         || (e.getSQLState() != null && e.getSQLState().startsWith("23"));
+  }
+
+  /**
+   * Values are printable ASCII of at most 255 characters (the SPI's promise, and the column type); checked
+   * here because MariaDB's {@code INSERT IGNORE} would store an unfit value mangled instead of failing.
+   */
+  private static void checkValue(String value) {
+    if (value == null || value.isEmpty() || value.length() > MAX_VALUE_LENGTH) {
+      throw new IllegalArgumentException("value of " + (value == null ? "null" : value.length() + " characters")
+          + " is outside 1.." + MAX_VALUE_LENGTH + " characters");
+    }
+    for (int i = 0, n = value.length(); i < n; i++) {
+      char ch = value.charAt(i);
+      if (ch < 0x20 || ch > 0x7e) {
+        throw new IllegalArgumentException("value has character 0x" + Integer.toHexString(ch) + " at index " + i
+            + "; values are printable ASCII (0x20..0x7e)");
+      }
+    }
   }
 
   private static String checkTable(String table) {

@@ -115,8 +115,14 @@ class JdbcVersionedStoreDocsExampleTest {
   }
   // --- docs/stores.md: end TinySqlStore ---
 
+  private static volatile boolean created;
+
   static TinySqlStore store() throws SQLException {
     DataSource ds = JdbcVersionedStoreDatabases.postgres();
+    if (created) {
+      return new TinySqlStore(ds);
+    }
+    created = true;
     try (Connection c = ds.getConnection(); var s = c.createStatement()) {
       s.execute("CREATE TABLE IF NOT EXISTS tiny_store (p TEXT COLLATE \"C\", id TEXT COLLATE \"C\", version BIGINT NOT NULL,"
           + " expires BIGINT NOT NULL, val TEXT NOT NULL, PRIMARY KEY (p, id))");
