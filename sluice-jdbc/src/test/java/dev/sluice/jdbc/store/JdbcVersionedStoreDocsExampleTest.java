@@ -38,7 +38,7 @@ class JdbcVersionedStoreDocsExampleTest {
 
     @Override public StoredRecord read(String p, String id, long deadline) {
       return call(deadline, c -> {
-        try (PreparedStatement s = c.prepareStatement("SELECT version, expires, val FROM tiny_store WHERE p = ? AND id = ?")) {
+        try (PreparedStatement s = c.prepareStatement("SELECT version, expires, val FROM sluice_tiny_store WHERE p = ? AND id = ?")) {
           s.setString(1, p);
           s.setString(2, id);
           try (ResultSet r = s.executeQuery()) {
@@ -51,8 +51,8 @@ class JdbcVersionedStoreDocsExampleTest {
     @Override public boolean compareAndSet(String p, String id, long expected, String value, long version,
                                            long expires, long deadline) {
       String sql = expected == ABSENT
-          ? "INSERT INTO tiny_store (version, expires, val, p, id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
-          : "UPDATE tiny_store SET version = ?, expires = ?, val = ? WHERE p = ? AND id = ? AND version = ?";
+          ? "INSERT INTO sluice_tiny_store (version, expires, val, p, id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+          : "UPDATE sluice_tiny_store SET version = ?, expires = ?, val = ? WHERE p = ? AND id = ? AND version = ?";
       return call(deadline, c -> {
         try (PreparedStatement s = c.prepareStatement(sql)) {
           s.setLong(1, version);
@@ -70,7 +70,7 @@ class JdbcVersionedStoreDocsExampleTest {
 
     @Override public List<StoredRecord> list(String p, String afterId, int limit, long deadline) {
       return call(deadline, c -> {
-        try (PreparedStatement s = c.prepareStatement("SELECT id, version, expires, val FROM tiny_store"
+        try (PreparedStatement s = c.prepareStatement("SELECT id, version, expires, val FROM sluice_tiny_store"
             + " WHERE p = ? AND id > ? ORDER BY id LIMIT ?")) {
           s.setString(1, p);
           s.setString(2, afterId == null ? "" : afterId);
@@ -88,7 +88,7 @@ class JdbcVersionedStoreDocsExampleTest {
 
     @Override public boolean deleteIfVersion(String p, String id, long expected, long deadline) {
       return call(deadline, c -> {
-        try (PreparedStatement s = c.prepareStatement("DELETE FROM tiny_store WHERE p = ? AND id = ? AND version = ?")) {
+        try (PreparedStatement s = c.prepareStatement("DELETE FROM sluice_tiny_store WHERE p = ? AND id = ? AND version = ?")) {
           s.setString(1, p);
           s.setString(2, id);
           s.setLong(3, expected);
@@ -124,7 +124,7 @@ class JdbcVersionedStoreDocsExampleTest {
     }
     created = true;
     try (Connection c = ds.getConnection(); var s = c.createStatement()) {
-      s.execute("CREATE TABLE IF NOT EXISTS tiny_store (p TEXT COLLATE \"C\", id TEXT COLLATE \"C\", version BIGINT NOT NULL,"
+      s.execute("CREATE TABLE IF NOT EXISTS sluice_tiny_store (p TEXT COLLATE \"C\", id TEXT COLLATE \"C\", version BIGINT NOT NULL,"
           + " expires BIGINT NOT NULL, val TEXT NOT NULL, PRIMARY KEY (p, id))");
     }
     return new TinySqlStore(ds);
