@@ -145,6 +145,12 @@ class RedisFaultTest {
 
   @Test void frozenServer() throws Exception {
     server.freeze();
+    // The async path holds no thread: the call returns at once, the deadline timer completes it.
+    long t0 = System.nanoTime();
+    var pending = closed.tryAcquireAsync("async", 1).toCompletableFuture();
+    assertThat(System.nanoTime() - t0).as("tryAcquireAsync returns without waiting").isLessThan(TimeUnit.MILLISECONDS.toNanos(50));
+    assertThat(pending).isNotDone();
+    assertThat(pending.get(LIMIT_NANOS, TimeUnit.NANOSECONDS).reason()).isEqualTo(Reason.TIMEOUT);
     assertModesObeyed(Reason.TIMEOUT);
     server.thaw();
     assertRecoversWithinASecond(System.nanoTime());

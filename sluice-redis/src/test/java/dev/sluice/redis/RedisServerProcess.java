@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
  * kill) and clusters. Never the shared instance. Runs daemonized with no persistence; its pid comes
  * from its pid file.
  */
+@SuppressWarnings("try")  // close() may be interrupted while waiting for the port to close; tests let that propagate
 final class RedisServerProcess implements AutoCloseable {
   final int port;
   private final Path dir;

@@ -161,6 +161,23 @@ class RedisStoreTest {
     assertThat(checked).isGreaterThanOrEqualTo(8);
   }
 
+  @Test void aFlushedScriptCacheIsReloadedInTheSameCall() {
+    Policy p = everyAlgorithm("flush").get(3);
+    try (RedisRateLimiter l = RedisRateLimiter.builder(p, client).build()) {
+      assertThat(l.tryAcquire("k").path()).isEqualTo(Path.PRIMARY);
+      admin.sync().scriptFlush();
+      admin.sync().configResetstat();
+      Decision d = l.tryAcquire("k");
+      assertThat(d.path()).isEqualTo(Path.PRIMARY);
+      assertThat(d.remaining()).isEqualTo(3);
+      Decision async = l.tryAcquireAsync("k", 1).toCompletableFuture().join();
+      assertThat(async.remaining()).isEqualTo(2);
+      Map<String, Long> stats = commandStats();
+      assertThat(stats.get("eval")).as("NOSCRIPT answered by one EVAL, which caches the script").isEqualTo(1);
+      assertThat(stats.get("evalsha")).isEqualTo(2);
+    }
+  }
+
   @Test void memoryPerKey() {
     // Printed for docs/redis.md; asserted loosely so that a layout change that bloats keys is noticed.
     for (Policy p : everyAlgorithm("mem")) {
