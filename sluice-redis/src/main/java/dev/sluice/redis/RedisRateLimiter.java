@@ -538,7 +538,18 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
 
     void start() {
       timer = DEADLINES.schedule(this, timeoutNanos, TimeUnit.NANOSECONDS);
-      RedisFuture<List<Object>> f = commands.evalsha(plan.script.sha, ScriptOutputType.MULTI, keys, argv);
+      send(false);
+    }
+
+    private void send(boolean body) {
+      RedisFuture<List<Object>> f;
+      try {
+        f = body ? commands.eval(plan.script.body, ScriptOutputType.MULTI, keys, argv)
+            : commands.evalsha(plan.script.sha, ScriptOutputType.MULTI, keys, argv);
+      } catch (RuntimeException e) {
+        accept(null, e);  // a connection closing under us: a failure decision, never a throw
+        return;
+      }
       inflight = f;
       f.whenComplete(this);
     }
@@ -547,9 +558,7 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
       Throwable error = e == null ? null : unwrap(e);
       if (error instanceof RedisNoScriptException && !retried && !settled.get()) {
         retried = true;
-        RedisFuture<List<Object>> f = commands.eval(plan.script.body, ScriptOutputType.MULTI, keys, argv);
-        inflight = f;
-        f.whenComplete(this);
+        send(true);
         return;
       }
       if (!settled.compareAndSet(false, true)) {

@@ -7,6 +7,7 @@ import dev.sluice.FailureMode;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
+import dev.sluice.Refund;
 import dev.sluice.memory.MemoryRateLimiter;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -120,6 +121,12 @@ class RedisFaultTest {
     assertThat(sixth.reason()).isEqualTo(Reason.LIMIT_EXCEEDED);
     assertThat(sixth.path()).isEqualTo(Path.FALLBACK);
     assertThat(timed("fallback peek", () -> fallback.peek(key)).path()).isEqualTo(Path.FALLBACK);
+    // A ticket the fallback issued goes back to the fallback limiter, not to Redis.
+    String key2 = "g-" + System.nanoTime();
+    Decision charged = fallback.tryAcquire(key2, 5);
+    assertThat(charged.path()).isEqualTo(Path.FALLBACK);
+    assertThat(fallback.refund(charged.ticket().orElseThrow())).isEqualTo(Refund.APPLIED);
+    assertThat(fallback.tryAcquire(key2, 5).allowed()).as("the refund restored the local budget").isTrue();
   }
 
   /** After the server is back, every limiter decides on Redis again within a second, with no restart. */
