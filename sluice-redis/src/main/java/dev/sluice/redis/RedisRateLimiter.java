@@ -366,7 +366,7 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
   }
 
   private Decision decide(RedisPlan p, String key, long permits, String op) {
-    boolean peek = op == PEEK;
+    boolean peek = PEEK.equals(op);
     String now = clockArg();
     if (now == null) {
       return finish(failed(p.policy, key, permits, peek, Reason.INVALID_CLOCK, null), key);

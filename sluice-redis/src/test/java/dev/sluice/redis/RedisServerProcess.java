@@ -30,8 +30,14 @@ final class RedisServerProcess implements AutoCloseable {
 
   /** Starts a server on {@code port} (killing a stale one left there by an aborted run). */
   static RedisServerProcess start(int port, String... extraArgs) throws Exception {
-    assumeTrue(Files.isExecutable(Path.of("/usr/bin/redis-server")) || onPath("redis-server"),
-        "redis-server is not installed; private-server tests skipped");
+    if (!onPath("redis-server") || !onPath("redis-cli")) {
+      String why = "redis-server / redis-cli are not on the PATH";
+      if ("true".equals(System.getenv("CI"))) {
+        throw new AssertionError(why + " and CI=true: the private-server tests must run in CI");
+      }
+      System.err.println("!!! SKIPPING private-server Redis tests: " + why);
+      assumeTrue(false, why);
+    }
     run("redis-cli", "-p", Integer.toString(port), "shutdown", "nosave");  // a leftover from a killed run
     RedisServerProcess p = new RedisServerProcess(port, List.of(extraArgs));
     p.start();
