@@ -301,7 +301,7 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
       }
     } catch (Exception e) {
       // The refund may or may not have run: keep the ticket spent, so a retry can never give twice.
-      error = unwrap(e);
+      error = caught(e);
       result = Refund.FAILED;
     }
     listener.onStoreCall(p, System.nanoTime() - start, error);
@@ -323,7 +323,7 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
       try {
         await(c.del(storedKey(p.policy, key)), start + timeoutNanos);
       } catch (Exception e) {
-        error = unwrap(e);
+        error = caught(e);
       }
     }
     listener.onStoreCall(p.policy, System.nanoTime() - start, error);
@@ -383,7 +383,7 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
           p.argv(op, now, permits, 0, graceMillis), start + timeoutNanos);
       d = toDecision(r, p.policy, key, permits, peek);
     } catch (Exception e) {
-      error = unwrap(e);
+      error = caught(e);
       d = failed(p.policy, key, permits, peek, reasonOf(error), error);
     }
     listener.onStoreCall(p.policy, System.nanoTime() - start, error);
@@ -490,6 +490,14 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
 
   private static Reason reasonOf(Throwable e) {
     return e instanceof TimeoutException || e instanceof RedisCommandTimeoutException ? Reason.TIMEOUT : Reason.STORE_UNAVAILABLE;
+  }
+
+  /** The cause of a failed sync call; an interrupted caller gets its interrupt flag back. */
+  private static Throwable caught(Exception e) {
+    if (e instanceof InterruptedException) {
+      Thread.currentThread().interrupt();
+    }
+    return unwrap(e);
   }
 
   private static Throwable unwrap(Throwable e) {
