@@ -32,6 +32,7 @@ import java.util.WeakHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -88,6 +89,7 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
   private static final String REFUND = "r";
   private static final String SERVER_CLOCK = "";
   private static final ScheduledThreadPoolExecutor DEADLINES = deadlineTimer();
+  private static final int MAX_CACHED_OVERRIDES = 256;
 
   private final Policy policy;
   private final RedisPlan plan;
@@ -99,6 +101,8 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
   private final RateLimitListener listener;
   /** Tickets the fallback limiter issued, so that their refunds go back to it (fallback mode only). */
   private final Set<Ticket> fallbackTickets;
+  /** Compiled per-call override policies (bounded: past the cap an override is compiled per call). */
+  private final ConcurrentHashMap<Policy, RedisPlan> overrides = new ConcurrentHashMap<>();
 
   private RedisRateLimiter(Builder b, RedisPlan plan, RedisLink link) {
     this.policy = b.policy;
@@ -311,6 +315,10 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
     return report(p, result);
   }
 
+  /**
+   * Deletes {@code key}'s state under {@code policy} (one DEL) and, in fallback mode, the fallback
+   * limiter's count too. A failure is logged and reported to the listener, never thrown.
+   */
   @Override public void reset(String key, Policy policy) {
     Checks.key(key);
     RedisPlan p = plan(policy);
@@ -329,6 +337,13 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
     listener.onStoreCall(p.policy, System.nanoTime() - start, error);
     if (error != null) {
       LOG.log(System.Logger.Level.WARNING, "reset for policy '" + p.policy.name() + "' failed: " + error);
+    }
+    if (failureMode instanceof FailureMode.Fallback fb) {
+      try {
+        fb.local().reset(key, p.policy);  // the fallback's count for this key is forgotten too
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "fallback limiter reset failed", e);
+      }
     }
   }
 
@@ -353,7 +368,17 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
 
   private RedisPlan plan(Policy p) {
     Checks.notNull("policy", p);
-    return p == policy || p.equals(policy) ? plan : RedisPlan.of(p);
+    if (p == policy || p.equals(policy)) {
+      return plan;
+    }
+    RedisPlan cached = overrides.get(p);
+    if (cached == null) {
+      cached = RedisPlan.of(p);
+      if (overrides.size() < MAX_CACHED_OVERRIDES) {
+        overrides.putIfAbsent(p, cached);
+      }
+    }
+    return cached;
   }
 
   /** The script's clock argument: '' for the server clock, the supplied reading, or null when that reading is invalid. */

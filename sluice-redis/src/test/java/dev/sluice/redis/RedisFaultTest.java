@@ -146,6 +146,13 @@ class RedisFaultTest {
   @Test void stoppedServer() throws Exception {
     server.stop();
     assertModesObeyed(Reason.STORE_UNAVAILABLE, Reason.TIMEOUT);
+    // Reset never throws while Redis is away, and forgets the fallback's count for the key.
+    String key = "reset-" + System.nanoTime();
+    assertThat(fallback.tryAcquire(key, 5).path()).isEqualTo(Path.FALLBACK);
+    assertThat(fallback.tryAcquire(key).allowed()).isFalse();
+    fallback.reset(key);
+    closed.reset(key);
+    assertThat(fallback.tryAcquire(key).allowed()).isTrue();
     server.start();
     assertRecoversWithinASecond(System.nanoTime());
   }
