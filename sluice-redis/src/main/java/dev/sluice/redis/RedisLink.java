@@ -4,8 +4,12 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 
@@ -57,6 +61,7 @@ abstract class RedisLink implements AutoCloseable {
    */
   static final class Owned extends RedisLink {
     static final long RETRY_NANOS = 100_000_000L;
+    static final long INITIAL_WAIT_MILLIS = 2_000;
     private static final System.Logger LOG = System.getLogger(RedisRateLimiter.class.getName());
     private static final ExecutorService CONNECTOR = Executors.newCachedThreadPool(r -> {
       Thread t = new Thread(r, "sluice-redis-connect");
@@ -73,14 +78,23 @@ abstract class RedisLink implements AutoCloseable {
 
     Owned(Supplier<StatefulConnection<String, String>> connector) {
       this.connector = connector;
-      lastAttemptNanos = System.nanoTime() - RETRY_NANOS;
+      lastAttemptNanos = System.nanoTime();
       connecting.set(true);
+      // The first connection is made on the connector thread and awaited for at most
+      // INITIAL_WAIT_MILLIS, so that build() cannot hang on a frozen server for the client's timeouts.
+      Future<?> first = CONNECTOR.submit(this::connectOnce);
       try {
-        attach(connector.get());
-      } catch (RuntimeException e) {
-        LOG.log(System.Logger.Level.WARNING, "Redis is not reachable yet; decisions follow the failure mode until it is: " + e);
-      } finally {
-        connecting.set(false);
+        first.get(INITIAL_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+      } catch (TimeoutException e) {
+        LOG.log(System.Logger.Level.WARNING, "Redis did not accept a connection within " + INITIAL_WAIT_MILLIS
+            + " ms; decisions follow the failure mode until it does");
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } catch (ExecutionException e) {
+        // connectOnce catches everything; nothing to report here
+      }
+      if (connection == null) {
+        LOG.log(System.Logger.Level.WARNING, "Redis is not reachable yet; decisions follow the failure mode until it is");
       }
     }
 
@@ -100,29 +114,32 @@ abstract class RedisLink implements AutoCloseable {
       }
       lastAttemptNanos = now;
       try {
-        CONNECTOR.execute(() -> {
-          try {
-            StatefulConnection<String, String> fresh = connector.get();
-            StatefulConnection<String, String> current = connection;
-            if (closed || (current != null && current.isOpen())) {
-              fresh.closeAsync();
-            } else {
-              attach(fresh);
-              if (current != null) {
-                current.closeAsync();
-              }
-              if (closed) {
-                fresh.closeAsync();
-              }
-            }
-          } catch (RuntimeException e) {
-            // Still down: the next decision after RETRY_NANOS tries again.
-          } finally {
-            lastAttemptNanos = System.nanoTime();
-            connecting.set(false);
-          }
-        });
+        CONNECTOR.execute(this::connectOnce);
       } catch (RuntimeException e) {
+        connecting.set(false);
+      }
+    }
+
+    /** One connection attempt (on the connector thread); the caller has set {@code connecting}. */
+    private void connectOnce() {
+      try {
+        StatefulConnection<String, String> fresh = connector.get();
+        StatefulConnection<String, String> current = connection;
+        if (closed || (current != null && current.isOpen())) {
+          fresh.closeAsync();
+        } else {
+          attach(fresh);
+          if (current != null) {
+            current.closeAsync();
+          }
+          if (closed) {
+            fresh.closeAsync();
+          }
+        }
+      } catch (RuntimeException e) {
+        // Still down: the next decision after RETRY_NANOS tries again.
+      } finally {
+        lastAttemptNanos = System.nanoTime();
         connecting.set(false);
       }
     }

@@ -219,7 +219,8 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
     /**
      * Builds the limiter. Throws IllegalArgumentException when the policy cannot run on Redis (the
      * sliding log; a value outside the scripts' exact range). An unreachable server does not fail the
-     * build: decisions follow the failure mode until it answers.
+     * build, which waits at most 2 s for a first connection it opens itself: decisions follow the
+     * failure mode until the server answers.
      */
     public RedisRateLimiter build() {
       RedisPlan plan = RedisPlan.of(policy);

@@ -170,6 +170,26 @@ class RedisFaultTest {
     assertRecoversWithinASecond(System.nanoTime());
   }
 
+  @Test void aLimiterBuiltWhileTheServerIsAwayDecidesAtOnceAndCatchesUp() throws Exception {
+    server.stop();
+    long t0 = System.nanoTime();
+    RedisRateLimiter early = limiter(FailureMode.closed());
+    assertThat(System.nanoTime() - t0).as("build() with the server down").isLessThan(TimeUnit.SECONDS.toNanos(1));
+    Decision d = timed("no connection yet", () -> early.tryAcquire("k"));
+    assertThat(d.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
+    server.start();
+    assertRecoversWithinASecond(System.nanoTime());
+
+    server.freeze();
+    t0 = System.nanoTime();
+    RedisRateLimiter frozen = limiter(FailureMode.closed());
+    long took = System.nanoTime() - t0;
+    assertThat(took).as("build() against a frozen server waits at most 2 s").isLessThan(TimeUnit.MILLISECONDS.toNanos(2_500));
+    assertThat(timed("frozen, no connection", () -> frozen.tryAcquire("k")).allowed()).isFalse();
+    server.thaw();
+    assertRecoversWithinASecond(System.nanoTime());
+  }
+
   @Test void killedAndRestartedMidRun() throws Exception {
     AtomicBoolean running = new AtomicBoolean(true);
     AtomicLong worstNanos = new AtomicLong();
