@@ -97,7 +97,7 @@ class RedisRateLimiterTest {
 
   @Test void aConnectionTheCallerOwnsIsUsedAndLeftOpen() throws Exception {
     var connection = SharedRedis.client().connect();
-    Policy p = Policy.gcra(unique("own"), 10, Duration.ofSeconds(1), 2);
+    Policy p = Policy.gcra(unique("own"), 1, Duration.ofMinutes(1), 2);
     try (RedisRateLimiter l = RedisRateLimiter.builder(p, connection).build()) {
       assertThat(l.tryAcquire("k", 2).allowed()).isTrue();
       Decision refused = l.tryAcquireAsync("k", 1).toCompletableFuture().get();
