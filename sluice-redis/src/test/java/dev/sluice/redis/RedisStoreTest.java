@@ -178,6 +178,25 @@ class RedisStoreTest {
     }
   }
 
+  @Test void aFullServerUnderNoevictionIsAnOutageNotAReset() {
+    Policy p = everyAlgorithm("oom").get(0);
+    try (RedisRateLimiter l = RedisRateLimiter.builder(p, client).build()) {
+      assertThat(l.tryAcquire("k", 4).remaining()).isEqualTo(1);
+      admin.sync().configSet("maxmemory", "1");  // far below what is used: every write is refused
+      try {
+        Decision d = l.tryAcquire("k");
+        assertThat(d.allowed()).isFalse();
+        assertThat(d.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
+        assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
+      } finally {
+        admin.sync().configSet("maxmemory", "0");
+      }
+      Decision after = l.tryAcquire("k");
+      assertThat(after.path()).isEqualTo(Path.PRIMARY);
+      assertThat(after.remaining()).as("the count survived: nothing was evicted").isZero();
+    }
+  }
+
   @Test void memoryPerKey() {
     // Printed for docs/redis.md; asserted loosely so that a layout change that bloats keys is noticed.
     for (Policy p : everyAlgorithm("mem")) {
