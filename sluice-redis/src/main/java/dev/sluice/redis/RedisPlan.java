@@ -56,9 +56,12 @@ final class RedisPlan {
       return new RedisPlan(policy, RedisScript.GCRA,
           Long.toString(rate), Long.toString(g.periodMicros()), Long.toString(g.burst()));
     }
-    throw new IllegalArgumentException("policy '" + policy.name() + "' uses the " + alg.id()
-        + " algorithm, which the Redis backend does not run: an exact log's memory per key grows with the limit."
-        + " Use sliding-window (the two-window weighted counter) on Redis, or keep the exact log in the memory tier");
+    Algorithm.SlidingLog sl = (Algorithm.SlidingLog) alg;
+    if (sl.limit() > Checks.MAX_EXACT) {
+      throw new IllegalArgumentException("policy '" + policy.name() + "': sliding-log limit " + sl.limit()
+          + " exceeds 2^52, the exact-integer range of the Redis scripts (Lua doubles); use a smaller limit");
+    }
+    return new RedisPlan(policy, RedisScript.SLIDING_LOG, Long.toString(sl.limit()), Long.toString(sl.windowMicros()));
   }
 
   /** The script's ARGV: op, now ('' = server clock), permits, stamp, grace ms, then the parameters. */

@@ -67,8 +67,9 @@ import java.util.function.Supplier;
  *   <li><b>Failure.</b> Every call has a deadline ({@link #DEFAULT_TIMEOUT} unless set). A refused or lost
  *       connection, a timeout, a frozen server, a script error or a corrupt stored value becomes a
  *       {@link Decision} under the {@link FailureMode}; nothing is thrown for store trouble.
- *   <li><b>Algorithms.</b> Fixed window, sliding window, token bucket and GCRA. The exact sliding log is
- *       refused when the limiter is built (or on a per-call override) with an IllegalArgumentException.
+ *   <li><b>Algorithms.</b> All five: fixed window, sliding window, token bucket and GCRA keep one short
+ *       string per key; the exact sliding log keeps a sorted set with one entry per admitted request in
+ *       the window, and reads them all on each call, so it suits small limits.
  * </ul>
  * Thread-safe. Closing the limiter closes the connection it opened itself, never one it was given.
  */
@@ -217,8 +218,8 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
     }
 
     /**
-     * Builds the limiter. Throws IllegalArgumentException when the policy cannot run on Redis (the
-     * sliding log; a value outside the scripts' exact range). An unreachable server does not fail the
+     * Builds the limiter. Throws IllegalArgumentException when the policy cannot run on Redis (a value
+     * outside the scripts' exact range). An unreachable server does not fail the
      * build, which waits at most 2 s for a first connection it opens itself: decisions follow the
      * failure mode until the server answers.
      */

@@ -18,7 +18,8 @@ enum RedisScript {
   FIXED_WINDOW("fixed-window.lua"),
   SLIDING_WINDOW("sliding-window.lua"),
   TOKEN_BUCKET("token-bucket.lua"),
-  GCRA("gcra.lua");
+  GCRA("gcra.lua"),
+  SLIDING_LOG("sliding-log.lua");
 
   final String body;
   final String sha;

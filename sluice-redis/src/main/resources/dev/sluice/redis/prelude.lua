@@ -56,10 +56,19 @@ local grace = tonumber(ARGV[5])
 
 -- Reads the state: returns st (a 3-slot array, zeros = absent), or nil when the value is not a
 -- state Sluice wrote (wrong type, garbage). A state another algorithm wrote under the same policy
--- name (the policy was redefined) is treated as absent: it says nothing about this algorithm.
+-- name (the policy was redefined) is treated as absent: it says nothing about this algorithm. SET
+-- replaces it, whatever its type.
 local function load(tag, fields)
   local raw = redis.pcall('GET', KEYS[1])
   if type(raw) == 'table' then
+    -- not a string: the sliding log's sorted set under a redefined policy is absent state here,
+    -- anything else is corrupt
+    if redis.call('TYPE', KEYS[1])['ok'] == 'zset' then
+      local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+      if first[1] == nil or string.find(first[1], '^%d+:%d+$') then
+        return {0, 0, 0}
+      end
+    end
     return nil
   end
   if not raw then

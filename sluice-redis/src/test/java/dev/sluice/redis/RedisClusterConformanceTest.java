@@ -2,7 +2,6 @@ package dev.sluice.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.sluice.Algorithm;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
@@ -61,10 +60,6 @@ class RedisClusterConformanceTest extends RateLimiterContract {
 
   @Override protected RateLimiter newLimiter(Policy policy, Ticker ticker) {
     return RedisRateLimiter.builder(policy, client).ticker(ticker).timeout(Duration.ofSeconds(2)).build();
-  }
-
-  @Override protected boolean supports(Algorithm algorithm) {
-    return !(algorithm instanceof Algorithm.SlidingLog);
   }
 
   @Override protected int traceLength() {

@@ -1,6 +1,5 @@
 package dev.sluice.redis;
 
-import dev.sluice.Algorithm;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
@@ -14,8 +13,4 @@ class RedisConformanceTest extends RateLimiterContract {
         .timeout(Duration.ofSeconds(2)).build();
   }
 
-  /** The exact sliding log is a memory-tier algorithm; the Redis builder refuses it. */
-  @Override protected boolean supports(Algorithm algorithm) {
-    return !(algorithm instanceof Algorithm.SlidingLog);
-  }
 }

@@ -55,6 +55,30 @@ class RedisModelTest {
         new long[] {1, 3, 142_857, 333_333, 1_000_000, 3_333, 86_400_000_000L}, 14);
   }
 
+  @Test void slidingLogMatchesTheModel() {
+    run(List.of(Policy.slidingLog(name("sl"), 6, Duration.ofMillis(900)),
+            Policy.slidingLog(name("sl1"), 1, Duration.ofMillis(1)),
+            Policy.slidingLog(name("slbig"), 1L << 52, Duration.ofDays(3650))),
+        new long[] {1, 2, 999, 1_000, 150_000, 899_999, 900_000, 1_800_000}, 15);
+  }
+
+  @Test void aLogRefundGoesOnlyToItsOwnEntry() {
+    Policy p = Policy.slidingLog(name("slref"), 3, Duration.ofMillis(900));
+    ManualTicker ticker = Ticker.manual(START);
+    try (RedisRateLimiter l = RedisRateLimiter.builder(p, SharedRedis.client()).ticker(ticker).build()) {
+      var a = l.tryAcquire("k").ticket().orElseThrow();
+      ticker.advanceMicros(500_000);
+      var b = l.tryAcquire("k", 2).ticket().orElseThrow();
+      ticker.advanceMicros(500_000);  // a's entry aged out, b's is live
+      assertThat(l.refund(a)).as("a ticket whose entry aged out").isEqualTo(dev.sluice.Refund.NO_EFFECT);
+      assertThat(l.peek("k").remaining()).isEqualTo(1);
+      assertThat(l.refund(b)).isEqualTo(dev.sluice.Refund.APPLIED);
+      assertThat(l.peek("k").remaining()).isEqualTo(3);
+      assertThat(l.peek("k").resetAtMicros()).as("the emptied entry still dates the log, as in the model")
+          .isEqualTo(b.stamp() + 900_000);
+    }
+  }
+
   @Test void serverClockDecidesAndChargesOnce() {
     Policy p = Policy.fixedWindow(name("srv"), 3, Duration.ofMinutes(1));
     try (RedisRateLimiter limiter = RedisRateLimiter.builder(p, SharedRedis.client()).build()) {

@@ -31,19 +31,29 @@ class RedisRateLimiterTest {
     return what + "-" + UUID.randomUUID().toString().substring(0, 8);
   }
 
-  @Test void theSlidingLogIsRefusedAtBuildTimeAndAsAnOverride() {
-    Policy log = Policy.slidingLog("audit-log", 10, Duration.ofMinutes(1));
-    String message = "policy 'audit-log' uses the sliding-log algorithm, which the Redis backend does not run: an exact"
-        + " log's memory per key grows with the limit. Use sliding-window (the two-window weighted counter) on Redis,"
-        + " or keep the exact log in the memory tier";
-    assertThatThrownBy(() -> RedisRateLimiter.builder(log, SharedRedis.client()).build())
-        .isInstanceOf(IllegalArgumentException.class).hasMessage(message);
+  @Test void aPerCallOverrideOutsideTheRangeIsRefusedBeforeAnythingIsSent() {
+    Policy huge = Policy.slidingLog("huge-log", Long.MAX_VALUE, Duration.ofMinutes(1));
+    String message = "policy 'huge-log': sliding-log limit 9223372036854775807 exceeds 2^52, the exact-integer range"
+        + " of the Redis scripts (Lua doubles); use a smaller limit";
     try (RedisRateLimiter l = RedisRateLimiter.builder(Policy.fixedWindow(unique("fw"), 3, Duration.ofMinutes(1)),
         SharedRedis.client()).build()) {
-      assertThatThrownBy(() -> l.tryAcquire("k", 1, log)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
-      assertThatThrownBy(() -> l.tryAcquireAsync("k", 1, log)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
-      assertThatThrownBy(() -> l.peek("k", log)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
-      assertThat(l.refund(new dev.sluice.Ticket(log, "k", 1, 5))).isEqualTo(Refund.NO_EFFECT);
+      assertThatThrownBy(() -> l.tryAcquire("k", 1, huge)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
+      assertThatThrownBy(() -> l.tryAcquireAsync("k", 1, huge)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
+      assertThatThrownBy(() -> l.peek("k", huge)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
+      assertThat(l.refund(new dev.sluice.Ticket(huge, "k", 1, 5))).isEqualTo(Refund.NO_EFFECT);
+    }
+  }
+
+  @Test void aPolicyRedefinedWithAnotherAlgorithmStartsFresh() {
+    String name = unique("redefined");
+    Policy counter = Policy.fixedWindow(name, 2, Duration.ofMinutes(1));
+    Policy log = Policy.slidingLog(name, 3, Duration.ofMinutes(1));
+    try (RedisRateLimiter l = RedisRateLimiter.builder(counter, SharedRedis.client()).build()) {
+      assertThat(l.tryAcquire("k", 2).allowed()).isTrue();
+      assertThat(l.tryAcquire("k", 3, log).remaining()).as("the counter's state says nothing about the log").isZero();
+      assertThat(l.peek("k", counter).remaining()).as("and the log's nothing about the counter").isEqualTo(2);
+      assertThat(l.tryAcquire("k", 2, counter).allowed()).isTrue();
+      assertThat(l.peek("k", log).remaining()).isEqualTo(3);
     }
   }
 
