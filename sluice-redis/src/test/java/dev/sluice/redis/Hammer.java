@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
  */
 public final class Hammer implements AutoCloseable {
   static final int THREADS = 16;
-  static final int CALLS_PER_THREAD = 100;
+  static final int CALLS_PER_THREAD = 125;
   static final long LIMIT = 300;
 
   private final List<RedisRateLimiter> limiters;
@@ -35,7 +35,8 @@ public final class Hammer implements AutoCloseable {
         Policy.fixedWindow(prefix + "-fw", LIMIT, hour),
         Policy.slidingWindow(prefix + "-sw", LIMIT, hour),
         Policy.tokenBucket(prefix + "-tb", LIMIT, 1, hour),
-        Policy.gcra(prefix + "-gc", 1, hour, LIMIT));
+        Policy.gcra(prefix + "-gc", 1, hour, LIMIT),
+        Policy.slidingLog(prefix + "-sl", LIMIT, hour));
   }
 
   /** Starts the threads, opens {@code go} (released by the caller), returns admissions per policy. */
