@@ -477,7 +477,7 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
   private Decision failed(Policy p, String key, long permits, boolean peek, Reason reason, Throwable cause) {
     long now = ticker != null ? ticker.nowMicros() : Ticker.system().nowMicros();
     try {
-      if (failureMode instanceof FailureMode.Fallback fb && reason != Reason.CORRUPT_STATE && reason != Reason.INVALID_CLOCK) {
+      if (failureMode instanceof FailureMode.Fallback fb && !FailureMode.alwaysClosed(reason)) {
         if (peek) {
           return fb.local().peek(key, p).withPath(Path.FALLBACK);
         }
