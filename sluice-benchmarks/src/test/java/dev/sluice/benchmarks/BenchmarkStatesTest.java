@@ -2,6 +2,7 @@ package dev.sluice.benchmarks;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -54,5 +55,36 @@ class BenchmarkStatesTest {
   void heapPerKeyMeasuresSomethingPositive() {
     double[] r = HeapPerKey.measure(2_000, () -> Limiters.sluice(Limiters.Load.KEYED, 2_000), HeapPerKey::fillSluice);
     assertThat(r[1]).as("JOL bytes per key").isGreaterThan(50);
+  }
+
+  @Test
+  void redisStateSetsUpAndEveryMethodDecides() throws Exception {
+    requireServer(RedisFixture.reachable(), "Redis at " + RedisFixture.URL);
+    RedisBenchmark b = new RedisBenchmark();
+    b.keys = 10;
+    b.setUp();
+    try {
+      assertThat(b.sluice()).isTrue();
+      assertThat(b.bucket4j()).isTrue();
+      assertThat(b.evalshaCeiling()).isEqualTo(1L);
+      assertThat(b.sluiceAsync()).isEqualTo(RedisBenchmark.IN_FLIGHT);
+      assertThat(b.evalshaAsyncCeiling()).isEqualTo(RedisBenchmark.IN_FLIGHT);
+      assertThat(b.fx.sluiceCommands.sum()).as("Sluice commands: setup check + 1 + in flight")
+          .isEqualTo(2 + RedisBenchmark.IN_FLIGHT);
+    } finally {
+      b.tearDown();
+    }
+  }
+
+  /** Skips with a loud notice when the server is absent, except under CI=true where it fails. */
+  static void requireServer(boolean reachable, String what) {
+    if (!reachable) {
+      String msg = what + " is not reachable: benchmark state test skipped";
+      if ("true".equals(System.getenv("CI"))) {
+        throw new AssertionError(msg + " (CI=true)");
+      }
+      System.err.println("*** " + msg);
+      Assumptions.assumeTrue(false, msg);
+    }
   }
 }
