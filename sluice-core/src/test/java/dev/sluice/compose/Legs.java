@@ -129,7 +129,7 @@ final class Legs {
   }
 
   /** A leg that throws (a broken custom clock, a third-party leg that cannot answer). */
-  static final class Throwing implements RateLimiter {
+  static class Throwing implements RateLimiter {
     final Policy policy;
     final RuntimeException error;
 
