@@ -657,8 +657,13 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     return a.resetAtMicros() >= b.resetAtMicros() ? a : b;
   }
 
+  /**
+   * True when the shared limiter did not decide on its own store: a failure reason, or its own
+   * failure mode or fallback served. A {@link Path#NEAR_CACHE} refusal is the store's answer,
+   * remembered; reading it as a failure would let the local legs admit what the store refused.
+   */
   private static boolean storeFailed(Decision sd) {
-    return sd.path() != Path.PRIMARY || sd.reason().isFailure();
+    return sd.reason().isFailure() || sd.path() == Path.FALLBACK || sd.path() == Path.FAILURE_MODE;
   }
 
   private static boolean alwaysClosed(Reason r) {

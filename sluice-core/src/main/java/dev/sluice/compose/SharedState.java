@@ -21,9 +21,11 @@ import java.util.concurrent.CompletionStage;
  * synchronous method ({@code tryAcquire}, {@code peek}, {@code reserve}) instead of guessing an answer,
  * and serves the asynchronous ones.
  *
- * <p>A decision with {@link Decision#path()} other than {@link dev.sluice.Path#PRIMARY}, or with a
- * {@link dev.sluice.Reason#isFailure() failure reason}, is read as "the store could not answer", and the
- * composition applies its {@link Degrade} policy; so does an exception.
+ * <p>A decision served by the shared limiter's own failure mode or fallback ({@link dev.sluice.Path#FAILURE_MODE},
+ * {@link dev.sluice.Path#FALLBACK}), or with a {@link dev.sluice.Reason#isFailure() failure reason}, is read
+ * as "the store could not answer", and the composition applies its {@link Degrade} policy; so does an
+ * exception. A {@link dev.sluice.Path#NEAR_CACHE} refusal (a {@link NearCachedRateLimiter} in front of the
+ * store) is the store's own answer, remembered, and is honoured.
  */
 public interface SharedState {
 

@@ -271,4 +271,23 @@ class SharedStateTest {
     assertThat(c.tryAcquire(null).allowed()).isTrue();
     assertThat(shared.peek("unknown").remaining()).as("a missing key reaches the store as the missing key").isZero();
   }
+
+  @Test
+  void aNearCachedSharedStoreIsHonouredNotMistakenForAnOutage() {
+    Store shared = store(2);
+    var local = local(100);
+    NearCachedRateLimiter near = NearCachedRateLimiter.builder(shared).ticker(ticker).build();
+    Composition c = Composition.builder().sharedState(SharedState.of(near)).leg(local).build();
+    c.tryAcquire("acme");
+    c.tryAcquire("acme");
+    assertThat(c.tryAcquire("acme").path()).isEqualTo(Path.PRIMARY);
+    for (int i = 0; i < 100; i++) {
+      Decision d = c.tryAcquire("acme");
+      assertThat(d.allowed()).isFalse();
+      assertThat(d.path()).isEqualTo(Path.NEAR_CACHE);
+    }
+    assertThat(shared.calls.get()).as("round trips: two admitted, one refused, then the near-cache").isEqualTo(3);
+    assertThat(c.stats().sharedFailures()).isZero();
+    assertThat(local.netCharged()).isEqualTo(2);
+  }
 }
