@@ -460,21 +460,28 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
    * close would rebuild its slots empty and hand every key a fresh allowance.
    */
   @Override public void close() {
-    closed = true;
-    if (table == null) {
-      return;
+    List<LegSet> released = new ArrayList<>();
+    // Under the build lock, so a slot being built right now is either seen here or never stored.
+    synchronized (buildLock) {
+      closed = true;
+      if (table == null) {
+        return;
+      }
+      for (int i = 0; i <= slots; i++) {
+        LegSet s = table.getAndSet(i, null);
+        if (s != null) {
+          built.decrementAndGet();
+          released.add(s);
+        }
+      }
     }
-    for (int i = 0; i <= slots; i++) {
-      LegSet s = table.getAndSet(i, null);
-      if (s != null) {
-        built.decrementAndGet();
-        for (RateLimiter leg : s.legs) {
-          if (leg instanceof AutoCloseable ac) {
-            try {
-              ac.close();
-            } catch (Exception e) {
-              LOG.log(System.Logger.Level.WARNING, "closing a slot leg failed; ignored", e);
-            }
+    for (LegSet s : released) {
+      for (RateLimiter leg : s.legs) {
+        if (leg instanceof AutoCloseable ac) {
+          try {
+            ac.close();
+          } catch (Exception e) {
+            LOG.log(System.Logger.Level.WARNING, "closing a slot leg failed; ignored", e);
           }
         }
       }
