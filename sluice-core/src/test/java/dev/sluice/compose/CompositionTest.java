@@ -300,4 +300,47 @@ class CompositionTest {
     // The tight leg's limit bounds what was admitted on every key.
     assertThat(admittedPermits.get()).isLessThanOrEqualTo(3 * 150);
   }
+
+  @Test
+  void nestedCompositionsShareTheOneInstant() {
+    var counting = new Legs.CountingTicker(ticker);
+    var a = new Legs.Clocked(MemoryRateLimiter.builder(Policy.fixedWindow("a", 5, Duration.ofSeconds(1))).ticker(counting).build());
+    var b = new Legs.Clocked(MemoryRateLimiter.builder(Policy.fixedWindow("b", 5, Duration.ofSeconds(1))).ticker(counting).build());
+    var c = new Legs.Clocked(MemoryRateLimiter.builder(Policy.fixedWindow("c", 1, Duration.ofSeconds(1))).ticker(counting).build());
+    Composition inner = RateLimiters.all(a, b);
+    Composition outer = RateLimiters.all(inner, c);
+    long before = counting.reads.get();
+    assertThat(outer.tryAcquire("k").allowed()).isTrue();
+    assertThat(counting.reads.get() - before).isEqualTo(1);
+    Decision refused = outer.tryAcquire("k");
+    assertThat(refused.allowed()).isFalse();
+    assertThat(refused.policy().name()).isEqualTo("c");
+    assertThat(a.netCharged() + b.netCharged() + c.netCharged()).isEqualTo(3);
+  }
+
+  @Test
+  void theListenerHearsEveryComposedDecisionAndKeysOnlyWhenOptedIn() {
+    List<String> seen = java.util.Collections.synchronizedList(new ArrayList<>());
+    List<Refund> refunds = new ArrayList<>();
+    dev.sluice.RateLimitListener l = new dev.sluice.RateLimitListener() {
+      @Override public void onDecision(Decision d, String key) {
+        seen.add((d.allowed() ? "allowed:" : "refused:") + key);
+      }
+
+      @Override public void onRefund(Policy p, Refund r) {
+        refunds.add(r);
+      }
+    };
+    var leg = Legs.memory(Policy.fixedWindow("a", 1, Duration.ofSeconds(1)), ticker);
+    Composition quiet = Composition.builder().leg(leg).listener(l, false).build();
+    Decision d = quiet.tryAcquire("ip-1");
+    quiet.tryAcquire("ip-1");
+    quiet.refund(d.ticket().orElseThrow());
+    assertThat(seen).containsExactly("allowed:null", "refused:null");
+    assertThat(refunds).containsExactly(Refund.APPLIED);
+    seen.clear();
+    Composition open = Composition.builder().leg(leg).listener(l, true).build();
+    open.tryAcquire("ip-2");
+    assertThat(seen).containsExactly("allowed:ip-2");
+  }
 }

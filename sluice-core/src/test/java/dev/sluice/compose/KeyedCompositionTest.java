@@ -178,4 +178,30 @@ class KeyedCompositionTest {
       closed.incrementAndGet();
     }
   }
+
+  @Test
+  void threadsRacingForFreshSlotsBuildEachSlotOnce() throws Exception {
+    int slots = 64;
+    Composition c = keyed(slots, 1_000);
+    int threads = 16;
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+    java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+    List<java.util.concurrent.Future<?>> fs = new java.util.ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      int id = t;
+      fs.add(pool.submit(() -> {
+        go.await();
+        for (int i = 0; i < 5_000; i++) {
+          c.tryAcquire("t" + id + "-" + i);
+        }
+        return null;
+      }));
+    }
+    go.countDown();
+    for (var f : fs) {
+      f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+    }
+    pool.shutdown();
+    assertThat(built.get()).isEqualTo(c.stats().builtSlots()).isEqualTo(slots);
+  }
 }
