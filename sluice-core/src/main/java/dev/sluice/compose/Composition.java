@@ -673,8 +673,9 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     return sd.reason().isFailure() || sd.path() == Path.FALLBACK || sd.path() == Path.FAILURE_MODE;
   }
 
+  /** The reasons every failure mode refuses (corrupt state, invalid clock, contention): no degrade bridges them. */
   private static boolean alwaysClosed(Reason r) {
-    return r == Reason.CORRUPT_STATE || r == Reason.INVALID_CLOCK;
+    return FailureMode.alwaysClosed(r);
   }
 
   private void record(Decision d, String key) {

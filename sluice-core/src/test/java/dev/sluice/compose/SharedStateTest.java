@@ -178,15 +178,17 @@ class SharedStateTest {
     assertThat(c.tryAcquire("acme").allowed()).isTrue();
   }
 
-  @Test
-  void corruptStateFailsClosedEvenUnderDegradeLocal() {
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.EnumSource(value = Reason.class, names = {"CORRUPT_STATE", "INVALID_CLOCK", "CONTENTION"})
+  void untrustworthyStateAndHotKeyContentionFailClosedEvenUnderDegradeLocal(Reason reason) {
     Store shared = store(100);
     var local = local(10);
     Composition c = Composition.builder().sharedState(SharedState.of(shared)).leg(local).build();
-    shared.failing = Reason.CORRUPT_STATE;
+    shared.failing = reason;
     Decision d = c.tryAcquire("acme");
     assertThat(d.allowed()).isFalse();
-    assertThat(d.reason()).isEqualTo(Reason.CORRUPT_STATE);
+    assertThat(d.reason()).isEqualTo(reason);
+    assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
     assertThat(local.acquires()).isZero();
   }
 
