@@ -212,7 +212,11 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
       if (e == null && d != null) {
         return finish(call, d);
       }
-      return finish(call, failure(call, Reason.TIMEOUT, e));
+      Throwable cause = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+      if (cause instanceof StoreFailure sf) {
+        return finish(call, failure(call, sf.reason, sf.getCause()));
+      }
+      return finish(call, failure(call, cause instanceof TimeoutException || e == null ? Reason.TIMEOUT : Reason.STORE_UNAVAILABLE, cause));
     });
   }
 
@@ -250,6 +254,9 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
       Thread.currentThread().interrupt();
       return failure(call, Reason.TIMEOUT, e);
     } catch (ExecutionException e) {
+      if (e.getCause() instanceof StoreFailure sf) {
+        return failure(call, sf.reason, sf.getCause());
+      }
       return failure(call, Reason.STORE_UNAVAILABLE, e.getCause());
     }
   }
@@ -273,7 +280,10 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
     return failureMode.decide(call.policy, call.key, call.permits, reason, cause, now);
   }
 
-  /** Runs on the executor: the statement(s) of one call, every failure turned into a decision. */
+  /**
+   * Runs on the executor: the statement(s) of one call. A failure is thrown as {@link StoreFailure}
+   * and turned into a decision by the waiting caller, so the failure mode (and its alert) runs once.
+   */
   private Decision run(Call call) {
     if (System.nanoTime() - call.deadline >= 0) {
       return null; // the caller has already been answered with a timeout; do not touch the store
@@ -290,9 +300,12 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
       }
       listener.onStoreCall(call.policy, System.nanoTime() - start, null);
       return d;
+    } catch (StoreFailure e) {
+      listener.onStoreCall(call.policy, System.nanoTime() - start, null);
+      throw e;
     } catch (SQLException | RuntimeException e) {
       listener.onStoreCall(call.policy, System.nanoTime() - start, e);
-      return failure(call, reasonOf(e), e);
+      throw new StoreFailure(reasonOf(e), e);
     }
   }
 
@@ -320,7 +333,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
           // Nothing written: a refusal, a malformed row, or a row pinned to another algorithm.
           Snapshot snap = Snapshot.read(rs, 9);
           if (snap != null && !snap.wellFormed()) {
-            return failure(call, Reason.CORRUPT_STATE, null);
+            throw new StoreFailure(Reason.CORRUPT_STATE, null);
           }
           Policy eff = p;
           if (snap != null && snap.pinned) {
@@ -358,7 +371,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
         long now = rs.getLong(1);
         Snapshot snap = Snapshot.read(rs, 2);
         if (snap != null && !snap.wellFormed()) {
-          return failure(call, Reason.CORRUPT_STATE, null);
+          throw new StoreFailure(Reason.CORRUPT_STATE, null);
         }
         Policy eff = snap != null && snap.pinned ? pinnedPolicy(p, snap.alg, snap.p1, snap.p2, snap.p3) : p;
         long[] st = snap != null && snap.alg == code(eff.algorithm()) ? snap.state() : new long[3];
@@ -802,6 +815,17 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
   }
 
   private enum Op { ACQUIRE, PEEK, REFUND, RESET }
+
+  /** A store failure on the way from the worker to the waiting caller; no stack trace (it is expected). */
+  private static final class StoreFailure extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final Reason reason;
+
+    StoreFailure(Reason reason, Throwable cause) {
+      super(reason.name(), cause, false, false);
+      this.reason = reason;
+    }
+  }
 
   /** One call's inputs, read on the caller's thread. */
   private static final class Call {

@@ -63,13 +63,25 @@ final class PostgresSql {
         + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s0 ELSE 0 END AS s0,"
         + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s1 ELSE 0 END AS s1,"
         + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s2 ELSE 0 END AS s2";
+    String snapshotL1 = "SELECT c.now AS now, {n} AS n,"
+        + " CASE WHEN cur.pinned THEN cur.p1 ELSE {p1} END AS p1,"
+        + " CASE WHEN cur.pinned THEN cur.p2 ELSE {p2} END AS p2,"
+        + " CASE WHEN cur.pinned THEN cur.p3 ELSE {p3} END AS p3,"
+        + " CASE WHEN cur.alg = {alg} THEN cur.s0 ELSE 0 END AS s0,"
+        + " CASE WHEN cur.alg = {alg} THEN cur.s1 ELSE 0 END AS s1,"
+        + " CASE WHEN cur.alg = {alg} THEN cur.s2 ELSE 0 END AS s2";
     String update = step(alg, updateL1);
+    // The snapshot pre-check: when the statement's snapshot already refuses, the INSERT gets no row
+    // at all, so ON CONFLICT never locks the existing row (a lock is a write: an xid, WAL, a dirty
+    // page). Only a snapshot that allows goes on to lock the row and re-decide on its latest version.
     String sql = prefix()
         + "WITH c AS (SELECT " + now() + " AS now" + durability() + "),\n"
         + "cur AS (SELECT " + ROW_COLS + " FROM " + table + " WHERE " + pk("") + "),\n"
         + "up AS (INSERT INTO " + table + " AS r (tenant, policy_id, key_id, alg, p1, p2, p3, pinned, s0, s1, s2, expires_at, version, updated_at)\n"
         + "  SELECT " + tenant() + ", {pid}, {kid}, {alg}, {p1}, {p2}, {p3}, false, x.s0, x.s1, x.s2, x.exp, 1, c.now\n"
-        + "  FROM c, LATERAL (" + step(alg, insertL1) + ") x\n"
+        + "  FROM c LEFT JOIN cur ON true, LATERAL (" + step(alg, insertL1) + ") x\n"
+        + "  WHERE cur.alg IS NULL OR ((NOT cur.pinned OR cur.alg = {alg}) AND " + wellFormed("cur") + "\n"
+        + "    AND (SELECT y.ok FROM (" + step(alg, snapshotL1) + ") y))\n"
         + "  ON CONFLICT (tenant, policy_id, key_id) DO UPDATE\n"
         + "  SET (s0, s1, s2, expires_at, alg, p1, p2, p3, version, updated_at) =\n"
         + "      (SELECT y.s0, y.s1, y.s2, y.exp, EXCLUDED.alg, y.p1, y.p2, y.p3, r.version + 1, EXCLUDED.updated_at FROM (" + update + ") y)\n"
