@@ -385,8 +385,13 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
   }
 
   @Override public Refund refund(Ticket ticket) {
-    Checks.notNull("ticket", ticket);
+    if (ticket == null) {
+      return Refund.NO_EFFECT; // refund never throws
+    }
     Policy p = ticket.policy();
+    if (p.algorithm() instanceof Algorithm.SlidingLog) {
+      return reportRefund(p, Refund.NO_EFFECT); // never counted here
+    }
     int alg = code(p.algorithm());
     if (!ticket.spend()) {
       return reportRefund(p, Refund.NO_EFFECT);
