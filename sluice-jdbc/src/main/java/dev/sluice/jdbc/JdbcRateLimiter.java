@@ -100,6 +100,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
   private final Executor executor;
   private final ExecutorService ownExecutor;
   private final RateLimitListener listener;
+  private final String defaultPolicyId;
 
   private final PostgresSql.Bound[] acquireSql = new PostgresSql.Bound[5];
   private final PostgresSql.Bound[] refundSql = new PostgresSql.Bound[5];
@@ -128,6 +129,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
       this.executor = ownExecutor;
     }
     this.listener = RateLimitListener.guarded(b.listener, b.includeKeys);
+    this.defaultPolicyId = StoredId.policy(policy.name());
     PostgresSql sql = new PostgresSql(table, ticker != null, relaxedDurability, tenant != null);
     for (int alg = 1; alg <= 4; alg++) {
       acquireSql[alg] = sql.acquire(alg);
@@ -309,9 +311,13 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
     }
   }
 
+  private String policyId(Policy p) {
+    return p.name().equals(policy.name()) ? defaultPolicyId : StoredId.policy(p.name());
+  }
+
   private Decision acquireStatement(Connection c, Call call, Policy p, int alg) throws SQLException {
     Algorithm a = p.algorithm();
-    String pid = StoredId.policy(p.name());
+    String pid = policyId(p);
     String kid = StoredId.key(p.name(), call.key);
     PostgresSql.Bound sql = acquireSql[alg];
     Outcome out = new Outcome();
@@ -362,7 +368,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
 
   private Decision peekStatement(Call call) throws SQLException {
     Policy p = call.policy;
-    String pid = StoredId.policy(p.name());
+    String pid = policyId(p);
     String kid = StoredId.key(p.name(), call.key);
     try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(peekSql.sql)) {
       bind(ps, peekSql, call, pid, kid, call.alg, p.algorithm(), 1, 0);
@@ -435,7 +441,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
     long start = System.nanoTime();
     PostgresSql.Bound sql = refundSql[call.alg];
     try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(sql.sql)) {
-      bind(ps, sql, call, StoredId.policy(p.name()), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, stamp);
+      bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, stamp);
       try (ResultSet rs = mainResult(ps)) {
         listener.onStoreCall(p, System.nanoTime() - start, null);
         return rs.next() ? Refund.APPLIED : Refund.NO_EFFECT;
@@ -675,7 +681,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
   private int update(PostgresSql.Bound sql, Call call) throws SQLException {
     Policy p = call.policy;
     try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(sql.sql)) {
-      bind(ps, sql, call, StoredId.policy(p.name()), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, 0);
+      bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, 0);
       return updateCount(ps);
     }
   }

@@ -17,14 +17,21 @@ import java.util.List;
  * <pre>
  * WITH c   AS (SELECT now [, set_config('synchronous_commit','off',true)]),
  *      cur AS (SELECT the row as of the statement's snapshot),
- *      up  AS (INSERT the fresh-key state ON CONFLICT DO UPDATE SET the stepped state
- *                WHERE the row is well-formed AND the step allows            RETURNING the new state)
+ *      up  AS (INSERT the fresh-key state
+ *                WHERE there is no row, or the step on cur allows              -- (1) snapshot pre-check
+ *              ON CONFLICT DO UPDATE SET the stepped state
+ *                WHERE the locked row is well-formed AND the step on it allows -- (2) authoritative
+ *              RETURNING the new state)
  * SELECT c.now, up.*, cur.* FROM c LEFT JOIN up LEFT JOIN cur
  * </pre>
- * The {@code DO UPDATE} computes from the row it locked (the latest committed version), so two
- * racing consumers of the last permit resolve to exactly one winner. A refusal makes the
- * {@code WHERE} false: nothing is written, and the caller computes the refusal's remaining and
- * retry-after from {@code cur} with the reference model, in the same round trip.
+ * (2) computes from the row it locked (the latest committed version), so two racing consumers of
+ * the last permit resolve to exactly one winner. (1) exists because ON CONFLICT locks the existing
+ * row before it evaluates its WHERE: without it a refusal would still take a row lock, which is a
+ * write (an xid, a WAL record, a commit flush). With it, a refusal the snapshot can already see
+ * inserts no row, locks nothing and writes nothing. Either way the caller computes a refusal's
+ * remaining and retry-after from {@code cur} with the reference model, in the same round trip; when
+ * (1) allowed but (2) refused (a concurrent writer committed in between), the snapshot is stale
+ * and the caller asks once more.
  *
  * <p>Placeholders {@code {name}} become JDBC {@code ?} parameters bound by name ({@link Bound}).
  */

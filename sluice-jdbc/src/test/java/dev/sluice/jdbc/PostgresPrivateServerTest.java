@@ -8,6 +8,7 @@ import dev.sluice.FailureMode;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
+import dev.sluice.memory.MemoryRateLimiter;
 import dev.sluice.Refund;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -151,6 +152,8 @@ class PostgresPrivateServerTest {
     JdbcRateLimiter closed = JdbcRateLimiter.builder(policy, ds).table(table).timeout(timeout).build();
     JdbcRateLimiter open = JdbcRateLimiter.builder(policy, ds).table(table).timeout(timeout)
         .failureMode(FailureMode.open((p, r, e) -> alerts.incrementAndGet())).build();
+    JdbcRateLimiter fallback = JdbcRateLimiter.builder(policy, ds).table(table).timeout(timeout)
+        .failureMode(FailureMode.fallback(MemoryRateLimiter.builder(policy).build())).build();
     closed.applySchema();
     try {
       assertThat(closed.tryAcquire("k").path()).isEqualTo(Path.PRIMARY);
@@ -166,6 +169,11 @@ class PostgresPrivateServerTest {
         Decision o = timed(() -> open.tryAcquire("k"), timeout, slackMillis, worst);
         assertThat(o.allowed()).isTrue();
         assertThat(o.path()).isEqualTo(Path.FAILURE_MODE);
+        Decision f = timed(() -> fallback.tryAcquire("k"), timeout, slackMillis, worst);
+        assertThat(f.path()).isEqualTo(Path.FALLBACK);
+        assertThat(f.allowed()).isTrue();
+        Decision a = timed(() -> closed.tryAcquireAsync("k", 1).toCompletableFuture().join(), timeout, slackMillis, worst);
+        assertThat(a.path()).isEqualTo(Path.FAILURE_MODE);
       }
       assertThat(alerts.get()).isEqualTo(10);
       // 2. It comes back: the same limiter recovers, no restart of the application.
@@ -208,6 +216,7 @@ class PostgresPrivateServerTest {
     } finally {
       closed.close();
       open.close();
+      fallback.close();
       ds.close();
     }
   }
