@@ -903,7 +903,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
 
     /**
      * The deadline of one call, connection acquisition and statement together (default
-     * {@value #DEFAULT_TIMEOUT_MILLIS} ms). At least 1 ms.
+     * {@value JdbcRateLimiter#DEFAULT_TIMEOUT_MILLIS} ms). At least 1 ms.
      */
     public Builder timeout(Duration timeout) {
       Checks.notNull("timeout", timeout);
@@ -929,7 +929,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
       return this;
     }
 
-    /** The table (default {@value #DEFAULT_TABLE}); a plain identifier, optionally schema-qualified. */
+    /** The table (default {@value JdbcRateLimiter#DEFAULT_TABLE}); a plain identifier, optionally schema-qualified. */
     public Builder table(String table) {
       checkTable(table);
       this.table = table;

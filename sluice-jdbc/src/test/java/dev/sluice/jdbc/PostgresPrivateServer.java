@@ -103,7 +103,7 @@ final class PostgresPrivateServer implements AutoCloseable {
     exec(cmd, 10);
   }
 
-  @Override public void close() throws Exception {
+  @Override public void close() {
     try {
       freeze(false);
     } catch (Exception ignored) {
@@ -114,7 +114,11 @@ final class PostgresPrivateServer implements AutoCloseable {
     } catch (Exception ignored) {
       // already stopped
     }
-    exec(List.of("rm", "-rf", dir.toString()), 60);
+    try {
+      exec(List.of("rm", "-rf", dir.toString()), 60);
+    } catch (Exception e) {
+      System.err.println("could not remove " + dir + ": " + e);
+    }
   }
 
   private void pg(List<String> cmd, int seconds) throws Exception {
@@ -143,7 +147,7 @@ final class PostgresPrivateServer implements AutoCloseable {
     for (int i = 0; i < 100; i++) {
       int port = 5500 + (base - 5500 + i) % 100;
       try (ServerSocket s = new ServerSocket(port)) {
-        return port;
+        return s.getLocalPort();
       } catch (IOException busy) {
         // next
       }

@@ -195,6 +195,7 @@ class PostgresPrivateServerTest {
 
       // 4. Pool exhaustion: every connection is held elsewhere.
       try (Connection a = ds.getConnection(); Connection b = ds.getConnection()) {
+        assertThat(a).isNotSameAs(b);
         for (int i = 0; i < 3; i++) {
           Decision d = timed(() -> closed.tryAcquire("k"), timeout, slackMillis, worst);
           assertThat(d.reason()).isEqualTo(Reason.TIMEOUT);
