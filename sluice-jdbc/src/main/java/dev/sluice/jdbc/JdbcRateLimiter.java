@@ -670,7 +670,11 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
       }
       // Bounds a read from a server that stopped answering (the caller has its deadline already;
       // this frees the worker). The pool restores its own value when the connection is returned.
-      c.setNetworkTimeout(DIRECT, networkTimeoutMillis);
+      try {
+        c.setNetworkTimeout(DIRECT, networkTimeoutMillis);
+      } catch (java.sql.SQLFeatureNotSupportedException | AbstractMethodError unsupported) {
+        // a driver without network timeouts: the caller's deadline still holds, the worker waits longer
+      }
     } catch (SQLException | RuntimeException e) {
       c.close();
       throw e;
