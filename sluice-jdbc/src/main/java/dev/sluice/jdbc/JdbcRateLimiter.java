@@ -162,26 +162,19 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
   // ---------------------------------------------------------------------------------------------
 
   @Override public Decision tryAcquire(String key, long permits, Policy policy) {
-    Call call = call(key, permits, policy, Op.ACQUIRE);
-    if (call.invalidClock) {
-      return finish(call, failure(call, Reason.INVALID_CLOCK, null));
-    }
-    CompletableFuture<Decision> f;
-    try {
-      f = CompletableFuture.supplyAsync(() -> run(call), executor);
-    } catch (RejectedExecutionException e) {
-      return finish(call, failure(call, Reason.STORE_UNAVAILABLE, e));
-    }
-    return finish(call, await(call, f));
+    return decide(call(key, permits, policy, Op.ACQUIRE));
   }
 
   @Override public CompletionStage<Decision> tryAcquireAsync(String key, long permits, Policy policy) {
-    Call call = call(key, permits, policy, Op.ACQUIRE);
-    return async(call);
+    return async(call(key, permits, policy, Op.ACQUIRE));
   }
 
   @Override public Decision peek(String key, Policy policy) {
-    Call call = call(key, 1, policy, Op.PEEK);
+    return decide(call(key, 1, policy, Op.PEEK));
+  }
+
+  /** The sync path: the statement runs on the executor; this thread waits at most until the deadline. */
+  private Decision decide(Call call) {
     if (call.invalidClock) {
       return finish(call, failure(call, Reason.INVALID_CLOCK, null));
     }
