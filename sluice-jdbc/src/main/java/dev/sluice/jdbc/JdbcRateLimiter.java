@@ -491,7 +491,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
   public void override(String key, Policy policy) throws SQLException {
     Checks.notNull("policy", policy);
     Checks.key(key);
-    Call call = new Call(Op.RESET, policy, key, 1, code(policy.algorithm()),
+    Call call = new Call(Op.ADMIN, policy, key, 1, code(policy.algorithm()),
         tenant == null ? "" : tenantValue(), System.nanoTime() + timeoutNanos);
     call.now = ticker != null ? Math.max(1, ticker.nowMicros()) : 0;
     update(overrideSql, call);
@@ -504,7 +504,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
   public boolean clearOverride(String key, Policy policy) throws SQLException {
     Checks.notNull("policy", policy);
     Checks.key(key);
-    Call call = new Call(Op.RESET, policy, key, 1, code(policy.algorithm()),
+    Call call = new Call(Op.ADMIN, policy, key, 1, code(policy.algorithm()),
         tenant == null ? "" : tenantValue(), System.nanoTime() + timeoutNanos);
     return update(clearOverrideSql, call) > 0;
   }
@@ -822,7 +822,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
     return true;
   }
 
-  private enum Op { ACQUIRE, PEEK, REFUND, RESET }
+  private enum Op { ACQUIRE, PEEK, REFUND, RESET, ADMIN }
 
   /** A store failure on the way from the worker to the waiting caller; no stack trace (it is expected). */
   private static final class StoreFailure extends RuntimeException {
