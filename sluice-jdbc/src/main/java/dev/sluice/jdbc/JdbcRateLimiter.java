@@ -537,6 +537,29 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
     }
   }
 
+  /**
+   * The schema version of the table, from its comment ({@code sluice schema N}); 0 when the table
+   * does not exist or carries no Sluice comment. Compare with {@link #SCHEMA_VERSION} before a
+   * migration.
+   */
+  public int schemaVersion() throws SQLException {
+    try (Connection c = dataSource.getConnection();
+         PreparedStatement ps = c.prepareStatement("SELECT obj_description(to_regclass(?), 'pg_class')")) {
+      ps.setString(1, table);
+      try (ResultSet rs = ps.executeQuery()) {
+        String comment = rs.next() ? rs.getString(1) : null;
+        if (comment == null || !comment.startsWith("sluice schema ")) {
+          return 0;
+        }
+        try {
+          return Integer.parseInt(comment.substring("sluice schema ".length()).trim());
+        } catch (NumberFormatException e) {
+          return 0;
+        }
+      }
+    }
+  }
+
   /** The DDL that {@link #applySchema()} runs for {@code table} (tenant mode adds row-level security). */
   public static String ddl(String table, boolean tenantMode) {
     checkTable(table);

@@ -123,6 +123,26 @@ class PostgresSweepAndStorageTest {
   }
 
   @Test
+  void theSchemaCarriesItsVersionAFillfactorAndOnlyThePrimaryKeyIndex() throws Exception {
+    JdbcRateLimiter l = JdbcRateLimiter.builder(Policy.fixedWindow("v", 1, Duration.ofSeconds(1)), ds).table(table).build();
+    assertThat(l.schemaVersion()).isEqualTo(JdbcRateLimiter.SCHEMA_VERSION).isEqualTo(1);
+    l.applySchema(); // idempotent
+    assertThat(JdbcRateLimiter.builder(Policy.fixedWindow("v", 1, Duration.ofSeconds(1)), ds).table(table + "_absent").build()
+        .schemaVersion()).isZero();
+    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+      try (ResultSet rs = s.executeQuery("SELECT reloptions::text FROM pg_class WHERE oid = to_regclass('" + table + "')")) {
+        rs.next();
+        assertThat(rs.getString(1)).isEqualTo("{fillfactor=70}");
+      }
+      try (ResultSet rs = s.executeQuery("SELECT count(*), bool_and(indisprimary) FROM pg_index WHERE indrelid = to_regclass('" + table + "')")) {
+        rs.next();
+        assertThat(rs.getLong(1)).isEqualTo(1);
+        assertThat(rs.getBoolean(2)).isTrue();
+      }
+    }
+  }
+
+  @Test
   void theTableHoldsNoRawKeyOrPolicyName() throws Exception {
     String policyName = PostgresTestSupport.name("raw-policy-name");
     String key = "raw-key-" + System.nanoTime() + "@example.com";
