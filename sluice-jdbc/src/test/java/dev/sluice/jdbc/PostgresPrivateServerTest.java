@@ -142,6 +142,55 @@ class PostgresPrivateServerTest {
   }
 
   @Test @Order(3)
+  void relaxedDurabilityCommitsWithoutWaitingForTheWalFlush() throws Exception {
+    String table = PostgresTestSupport.tableName();
+    Policy policy = Policy.fixedWindow(PostgresTestSupport.name("wal"), 1000, Duration.ofHours(1));
+    PostgresUnpooledDataSource ds = new PostgresUnpooledDataSource(server.url());
+    try (JdbcRateLimiter durable = JdbcRateLimiter.builder(policy, ds).table(table).timeout(Duration.ofSeconds(5)).build();
+         JdbcRateLimiter relaxed = JdbcRateLimiter.builder(policy, ds).table(table).relaxedDurability(true)
+             .timeout(Duration.ofSeconds(5)).build();
+         Connection obs = DriverManager.getConnection(server.url("postgres")); Statement s = obs.createStatement()) {
+      durable.applySchema();
+      durable.tryAcquire("warm-up");
+      long d = walSyncsDuring(s, () -> {
+        for (int i = 0; i < 30; i++) {
+          assertThat(durable.tryAcquire("d" + i).allowed()).isTrue();
+        }
+      });
+      long r = walSyncsDuring(s, () -> {
+        for (int i = 0; i < 30; i++) {
+          assertThat(relaxed.tryAcquire("r" + i).allowed()).isTrue();
+        }
+      });
+      System.err.printf("[durability] WAL syncs for 30 writing decisions: durable %d, relaxed %d%n", d, r);
+      assertThat(d).as("a durable decision waits for its own WAL flush").isGreaterThanOrEqualTo(30);
+      assertThat(r).as("relaxed decisions leave flushing to the WAL writer").isLessThan(15);
+    }
+  }
+
+  private static long walSyncsDuring(Statement s, Runnable work) throws Exception {
+    long before = settledWalSyncs(s);
+    work.run();
+    return settledWalSyncs(s) - before;
+  }
+
+  /** pg_stat_wal.wal_sync once it stops moving (backends flush their counters as they exit). */
+  private static long settledWalSyncs(Statement s) throws Exception {
+    long last = -1;
+    long end = System.nanoTime() + 10_000_000_000L;
+    while (System.nanoTime() < end) {
+      Thread.sleep(300);
+      s.execute("SELECT pg_stat_clear_snapshot()");
+      long now = sum(s, "SELECT wal_sync FROM pg_stat_wal");
+      if (now == last) {
+        return now;
+      }
+      last = now;
+    }
+    return last;
+  }
+
+  @Test @Order(4)
   void faultsBecomeDecisionsWithinTheDeadlineAndTheLimiterRecovers() throws Exception {
     String table = PostgresTestSupport.tableName();
     Policy policy = Policy.gcra(PostgresTestSupport.name("faults"), 1000, Duration.ofSeconds(1), 1000);
