@@ -295,6 +295,11 @@ public final class BenchmarkReport {
       line("| " + t[0] + " | " + t[1] + " | " + t[2] + " | " + t[3] + " |");
     }
     line("");
+    try (InputStream in = BenchmarkReport.class.getResourceAsStream("analysis.md")) {
+      if (in != null) {
+        md.append(new String(in.readAllBytes(), StandardCharsets.UTF_8)).append('\n');
+      }
+    }
     saved.append(md);
     md.setLength(0);
     line("## Load during the run (`/proc/loadavg`: 1, 5, 15 min averages, runnable/total tasks)");

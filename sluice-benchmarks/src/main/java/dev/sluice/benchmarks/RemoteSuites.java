@@ -56,6 +56,7 @@ final class RemoteSuites {
     r.line("(GET, then EVAL compare-and-swap, retried on conflict). `evalshaCeiling`: one EVALSHA of `return 1` through");
     r.line("Lettuce. One Lettuce connection each; `keys=1` is one hot key, `keys=10000` draws a key uniformly.");
     r.line("");
+    Figure hot16 = null;
     for (int t : THREADS) {
       Results res = r.runJmh("dev.sluice.benchmarks.RedisBenchmark\\.(sluice|bucket4j|evalshaCeiling)$", t, "redis");
       r.line("### " + t + (t == 1 ? " thread" : " threads"));
@@ -70,6 +71,7 @@ final class RemoteSuites {
         r.line("| " + k + " | " + (s == null ? "n/a" : BenchmarkReport.fmtScore(s.score()) + "/s") + " | "
             + BenchmarkReport.ratio(s, b) + " | " + BenchmarkReport.ratio(s, c) + " |");
         if (t == 16 && k.equals("1")) {
+          hot16 = s;
           double vb = BenchmarkReport.ratioValue(s, b);
           double vc = BenchmarkReport.ratioValue(s, c);
           r.target("Redis, hot key, 16T: Sluice / Bucket4j", "≥ 10x", fmt(vb) + "x", vb >= 10);
@@ -88,10 +90,20 @@ final class RemoteSuites {
     Figure sah = async.find("sluiceAsync", "keys", "1");
     Double plain = rb.get("-c 16");
     for (Map.Entry<String, Double> e : rb.entrySet()) {
-      r.line("- `redis-benchmark " + e.getKey() + " -n 200000 EVALSHA <sha of return 1> 0`: "
+      String cmd = e.getKey().contains("Sluice")
+          ? "-c 16 -n 200000 EVALSHA <sha of Sluice's token-bucket script> 1 <one key> a \"\" 1 0 0 <capacity> <refill> <period>"
+          : e.getKey() + " -n 200000 EVALSHA <sha of return 1> 0";
+      r.line("- `redis-benchmark " + cmd + "`: "
           + (e.getValue() == null ? "failed" : BenchmarkReport.fmtScore(e.getValue()) + " requests/s"));
     }
     r.line("");
+    Double own = rb.get("-c 16, Sluice's token-bucket script");
+    if (own != null && hot16 != null) {
+      r.line(String.format(Locale.ROOT, "Sluice's script on one key costs the server itself %.2fx the time of `return 1` "
+          + "(redis-benchmark rates above); Sluice's own client at 16 threads on a hot key reached %.2f of its script's "
+          + "server ceiling.", plain == null ? Double.NaN : plain / own, hot16.score() / own));
+      r.line("");
+    }
     if (sa != null && plain != null) {
       double v = sa.score() / plain;
       double vh = sah == null ? Double.NaN : sah.score() / plain;
@@ -118,6 +130,7 @@ final class RemoteSuites {
     String port = Integer.toString(u.getPort() < 0 ? 6379 : u.getPort());
     String sha = sha1("return 1");
     r.exec("redis-cli", "-h", host, "-p", port, "SCRIPT", "LOAD", "return 1");
+    String sluiceSha = loadSluiceTokenBucketScript(url);
     for (String[] v : new String[][] {{"-c", "16"}, {"-c", "16", "-P", "16"}}) {
       String[] cmd = new String[9 + v.length];
       int i = 0;
@@ -145,7 +158,45 @@ final class RemoteSuites {
       }
       res.put(String.join(" ", v), last);
     }
+    if (sluiceSha != null) {
+      // Sluice's own token-bucket script on one hot key, arguments as RedisRateLimiter sends them
+      // (acquire, server clock, 1 permit, stamp 0, grace 0, capacity, refill, period): the server's
+      // ceiling for Sluice's script, without any client cost.
+      String key = "sluice-bench:redis-benchmark:{" + Long.toHexString(System.nanoTime()) + "}";
+      r.sampleLoad("before redis-benchmark on Sluice's script");
+      String out = r.exec("redis-benchmark", "-h", host, "-p", port, "-c", "16", "-n", "200000", "-q",
+          "EVALSHA", sluiceSha, "1", key, "a", "", "1", "0", "0",
+          Long.toString(Limiters.Load.ALLOWED.capacity), Long.toString(Limiters.Load.ALLOWED.refill),
+          Long.toString(Limiters.Load.ALLOWED.period.toNanos() / 1_000));
+      Matcher m = Pattern.compile("([0-9.]+) requests per second").matcher(out);
+      Double last = null;
+      while (m.find()) {
+        last = Double.parseDouble(m.group(1));
+      }
+      res.put("-c 16, Sluice's token-bucket script", last);
+      r.exec("redis-cli", "-h", host, "-p", port, "DEL", key);
+    }
     return res;
+  }
+
+  /** Loads Sluice's token-bucket script (prelude + algorithm, as {@code RedisScript} builds it); its SHA or null. */
+  static String loadSluiceTokenBucketScript(String url) {
+    ClassLoader cl = RemoteSuites.class.getClassLoader();
+    try (java.io.InputStream a = cl.getResourceAsStream("dev/sluice/redis/prelude.lua");
+         java.io.InputStream b = cl.getResourceAsStream("dev/sluice/redis/token-bucket.lua")) {
+      if (a == null || b == null) {
+        return null;
+      }
+      String body = new String(a.readAllBytes(), StandardCharsets.UTF_8) + "\n" + new String(b.readAllBytes(), StandardCharsets.UTF_8);
+      io.lettuce.core.RedisClient c = io.lettuce.core.RedisClient.create(url);
+      try (io.lettuce.core.api.StatefulRedisConnection<String, String> conn = c.connect()) {
+        return conn.sync().scriptLoad(body);
+      } finally {
+        c.shutdown();
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      return null;
+    }
   }
 
   static String sha1(String s) throws NoSuchAlgorithmException {

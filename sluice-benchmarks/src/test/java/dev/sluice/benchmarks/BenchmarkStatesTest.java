@@ -76,6 +76,33 @@ class BenchmarkStatesTest {
     }
   }
 
+  @Test
+  void postgresStateSetsUpEveryMethodDecidesAndTablesAreDropped() throws Exception {
+    requireServer(PostgresFixture.reachable(), "PostgreSQL at " + PostgresFixture.URL);
+    PostgresBenchmark b = new PostgresBenchmark();
+    b.keys = 10;
+    b.setUp();
+    String sluiceTable = b.fx.sluiceTable;
+    String bucket4jTable = b.fx.bucket4jTable;
+    try {
+      long before = b.fx.sluiceCount.roundTrips();
+      assertThat(b.sluiceDurable()).isTrue();
+      assertThat(b.fx.sluiceCount.roundTrips() - before).as("one statement per Sluice decision").isEqualTo(1);
+      assertThat(b.sluiceRelaxed()).isTrue();
+      assertThat(b.bucket4jSelectForUpdate()).isTrue();
+      assertThat(b.bucket4jAdvisoryLock()).isTrue();
+      assertThat(b.fx.sfuCount.roundTrips()).as("Bucket4j select-for-update on a new row").isGreaterThan(1);
+    } finally {
+      b.tearDown();
+    }
+    try (java.sql.Connection c = java.sql.DriverManager.getConnection(PostgresFixture.URL);
+         java.sql.ResultSet rs = c.createStatement().executeQuery(
+             "select count(*) from pg_tables where tablename in ('" + sluiceTable + "', '" + bucket4jTable + "')")) {
+      rs.next();
+      assertThat(rs.getInt(1)).as("the fixture drops the tables it created").isZero();
+    }
+  }
+
   /** Skips with a loud notice when the server is absent, except under CI=true where it fails. */
   static void requireServer(boolean reachable, String what) {
     if (!reachable) {
