@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a short version of every Sluice benchmark and writes docs/benchmarks.md.
 #
-#   sluice-benchmarks/run-benchmarks.sh            # build benchmarks.jar, run all suites (~15 min)
+#   sluice-benchmarks/run-benchmarks.sh            # build benchmarks.jar, run all suites (~13 min)
 #   sluice-benchmarks/run-benchmarks.sh --quick    # one short iteration each, to try the script
 #   sluice-benchmarks/run-benchmarks.sh --only memory,keyed,heap,probes,redis,postgres
 #

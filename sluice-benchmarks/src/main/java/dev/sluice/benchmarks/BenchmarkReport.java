@@ -295,9 +295,16 @@ public final class BenchmarkReport {
       line("| " + t[0] + " | " + t[1] + " | " + t[2] + " | " + t[3] + " |");
     }
     line("");
-    try (InputStream in = BenchmarkReport.class.getResourceAsStream("analysis.md")) {
-      if (in != null) {
-        md.append(new String(in.readAllBytes(), StandardCharsets.UTF_8)).append('\n');
+    // The hand-written analysis: read from the source tree when run from the repository root (so it
+    // can be edited while a run is in progress), else from the jar.
+    Path analysis = Path.of("sluice-benchmarks/src/main/resources/dev/sluice/benchmarks/analysis.md");
+    if (Files.isReadable(analysis)) {
+      md.append(Files.readString(analysis)).append('\n');
+    } else {
+      try (InputStream in = BenchmarkReport.class.getResourceAsStream("analysis.md")) {
+        if (in != null) {
+          md.append(new String(in.readAllBytes(), StandardCharsets.UTF_8)).append('\n');
+        }
       }
     }
     saved.append(md);

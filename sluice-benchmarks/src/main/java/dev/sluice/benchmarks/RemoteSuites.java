@@ -114,6 +114,12 @@ final class RemoteSuites {
       r.target("Redis, async path: Sluice / `redis-benchmark` EVALSHA", "≥ 1.0x", "not measured", false);
     }
 
+    Results client = r.runJmh("dev.sluice.benchmarks.ClientCostBenchmark\\.", 1, "client-cost");
+    r.line("### Client-side work per decision before any I/O (`ClientCostBenchmark`)");
+    r.line("");
+    r.line("`storedIdKey`: `StoredId.key(policy, key)`, the SHA-256 id every Redis and PostgreSQL decision computes.");
+    r.line("");
+    r.figureTable(client.figures);
     r.line("### Commands per decision");
     r.line("");
     r.line("Counted by each library's own Lettuce client (`CommandListener`), over 2,000 allowed checks per row.");
