@@ -21,5 +21,5 @@ echo "nproc: $(nproc)"; echo "uptime: $(uptime)"; "$JAVA" -version
 "$JAVA" -Xmx1g -cp "$JAR" dev.sluice.benchmarks.BenchmarkReport \
   --out docs/benchmarks.md \
   --results sluice-benchmarks/target/results \
-  --command "sluice-benchmarks/run-benchmarks.sh $*" \
+  --command "sluice-benchmarks/run-benchmarks.sh${*:+ $*}" \
   "$@"
