@@ -1,5 +1,6 @@
 package dev.sluice.http;
 
+import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
@@ -129,7 +130,7 @@ public final class HttpRateLimit {
     private RateLimitHeaders headers = RateLimitHeaders.all();
     private boolean skipFailed;
     private boolean skipSuccessful;
-    private Ticker ticker = Ticker.system();
+    private Ticker ticker;
 
     private Builder(RateLimiter limiter) {
       this.limiter = limiter;
@@ -182,7 +183,8 @@ public final class HttpRateLimit {
 
     /**
      * The clock the {@code RateLimit} header's {@code t} is measured against; give the limiter's
-     * ticker. Default: {@link Ticker#system()}, the one the memory tier uses by default.
+     * ticker. Default: the limiter's own ticker when it is a {@link ClockedRateLimiter} (the memory
+     * tier), else {@link Ticker#system()}.
      */
     public Builder ticker(Ticker ticker) {
       this.ticker = Checks.notNull("ticker", ticker);
@@ -193,6 +195,14 @@ public final class HttpRateLimit {
       if (skipFailed && skipSuccessful) {
         throw new IllegalStateException("skipFailedRequests and skipSuccessfulRequests are both set; "
             + "then only 4xx answers would count: choose one");
+      }
+      Policy client = policy != null ? policy : limiter.policy();
+      if (ceilingPolicy != null && ceilingLimiter == limiter && ceilingPolicy.name().equals(client.name())) {
+        throw new IllegalArgumentException("ceiling policy name '" + ceilingPolicy.name()
+            + "' equals the client policy's; give the ceiling its own name so the budgets stay apart");
+      }
+      if (ticker == null) {
+        ticker = limiter instanceof ClockedRateLimiter c ? c.ticker() : Ticker.system();
       }
       return new HttpRateLimit(this);
     }
