@@ -1,0 +1,162 @@
+package dev.sluice.mcp;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sluice.Decision;
+import dev.sluice.FailureMode;
+import dev.sluice.ManualTicker;
+import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Reason;
+import dev.sluice.Refund;
+import dev.sluice.Ticker;
+import dev.sluice.Ticket;
+import dev.sluice.guard.RateLimitGuard;
+import dev.sluice.guard.StoreError;
+import dev.sluice.memory.MemoryRateLimiter;
+import io.modelcontextprotocol.client.McpClient;
+import io.modelcontextprotocol.client.McpSyncClient;
+import io.modelcontextprotocol.json.McpJsonDefaults;
+import io.modelcontextprotocol.json.McpJsonMapper;
+import io.modelcontextprotocol.server.McpServer;
+import io.modelcontextprotocol.server.McpServerFeatures.SyncToolSpecification;
+import io.modelcontextprotocol.server.McpSyncServer;
+import io.modelcontextprotocol.server.transport.StdioServerTransportProvider;
+import io.modelcontextprotocol.spec.McpError;
+import io.modelcontextprotocol.spec.McpSchema;
+import io.modelcontextprotocol.spec.McpSchema.CallToolRequest;
+import io.modelcontextprotocol.spec.McpSchema.CallToolResult;
+import io.modelcontextprotocol.spec.McpSchema.TextContent;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** A real MCP SDK server and client over an in-process (loopback socket) transport. */
+class RateLimitedToolsTest {
+  private final McpJsonMapper mapper = McpJsonDefaults.getMapper();
+  private final ManualTicker ticker = Ticker.manual(1_700_000_000_000_000L);
+  private final AtomicInteger toolRuns = new AtomicInteger();
+  private McpSyncServer server;
+  private McpSyncClient client;
+  private Socket serverSide;
+
+  @AfterEach void tearDown() throws IOException {
+    if (client != null) {
+      client.closeGracefully();
+    }
+    if (server != null) {
+      server.closeGracefully();
+    }
+    if (serverSide != null) {
+      serverSide.close();
+    }
+  }
+
+  private void start(RateLimitedTools limits) throws IOException {
+    SyncToolSpecification echo = new SyncToolSpecification(
+        McpSchema.Tool.builder().name("echo").description("echoes its text").inputSchema(Map.of("type", "object")).build(),
+        (exchange, request) -> {
+          toolRuns.incrementAndGet();
+          return CallToolResult.builder().content(List.of(new TextContent("echo " + request.arguments().get("text")))).build();
+        });
+    Socket clientSide;
+    try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      clientSide = new Socket();
+      clientSide.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), listener.getLocalPort()), 5_000);
+      serverSide = listener.accept();
+    }
+    server = McpServer.sync(new StdioServerTransportProvider(mapper, serverSide.getInputStream(), serverSide.getOutputStream()))
+        .serverInfo("sluice-test", "1")
+        .capabilities(McpSchema.ServerCapabilities.builder().tools(true).build())
+        .tools(limits.wrap(echo))
+        .build();
+    client = McpClient.sync(new SocketClientTransport(mapper, clientSide)).requestTimeout(Duration.ofSeconds(20)).build();
+    client.initialize();
+  }
+
+  private CallToolResult call(String account) {
+    return client.callTool(new CallToolRequest("echo", Map.of("text", "hi"), Map.of("account", account)));
+  }
+
+  private static String text(CallToolResult r) {
+    return ((TextContent) r.content().get(0)).text();
+  }
+
+  @Test void aToolCallOverTheLimitIsRefusedWithTheTypedErrorPerAccount() throws IOException {
+    Policy tools = Policy.fixedWindow("mcp-tools", 2, Duration.ofMinutes(1));
+    MemoryRateLimiter limiter = MemoryRateLimiter.builder(tools).ticker(ticker).build();
+    start(RateLimitedTools.builder(RateLimitGuard.builder(limiter).build())
+        .accountResolver(AccountResolver.requestMeta("account")).build());
+
+    assertThat(text(call("alice"))).isEqualTo("echo hi");
+    assertThat(text(call("alice"))).isEqualTo("echo hi");
+    ticker.advance(Duration.ofMillis(20_500));
+    assertThatThrownBy(() -> call("alice")).isInstanceOfSatisfying(McpError.class, e -> {
+      assertThat(e.getJsonRpcError().code()).isEqualTo(RateLimitedTools.RATE_LIMITED);
+      assertThat(e.getJsonRpcError().message()).isEqualTo("rate limit of policy 'mcp-tools' exceeded (LIMIT_EXCEEDED); retry after 40 s");
+      assertThat(RateLimitedTools.retryAfter(e)).contains(Duration.ofMillis(39_500));
+    });
+    assertThat(toolRuns).hasValue(2);
+    assertThat(text(call("bob"))).isEqualTo("echo hi");
+    assertThat(limiter.peek("account:alice").remaining()).isZero();
+    assertThat(limiter.peek("account:bob").remaining()).isEqualTo(1);
+    ticker.advance(Duration.ofSeconds(40));
+    assertThat(text(call("alice"))).isEqualTo("echo hi");
+  }
+
+  @Test void aToolCallIsAllowedWhenTheStoreIsDownAndOnStoreErrorIsCalled() throws IOException {
+    Policy tools = Policy.fixedWindow("mcp-tools", 1, Duration.ofMinutes(1));
+    List<StoreError> errors = new CopyOnWriteArrayList<>();
+    RateLimiter down = new UnreachableStore(tools);
+    start(RateLimitedTools.builder(RateLimitGuard.builder(down).onStoreError(errors::add).build())
+        .accountResolver(AccountResolver.requestMeta("account")).build());
+    for (int i = 0; i < 4; i++) {
+      assertThat(text(call("alice"))).isEqualTo("echo hi");
+    }
+    assertThat(toolRuns).hasValue(4);
+    assertThat(errors).hasSize(4).allSatisfy(e -> {
+      assertThat(e.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
+      assertThat(e.key()).isEqualTo("account:alice");
+    });
+  }
+
+  /** A store that is down: a real TCP connect to a port nothing listens on, decided closed. */
+  static final class UnreachableStore implements RateLimiter {
+    private final Policy policy;
+    private final int port;
+
+    UnreachableStore(Policy policy) throws IOException {
+      this.policy = policy;
+      try (ServerSocket s = new ServerSocket(0)) {
+        this.port = s.getLocalPort();
+      }
+    }
+
+    @Override public Policy policy() { return policy; }
+
+    @Override public Decision tryAcquire(String key, long permits, Policy p) {
+      try (Socket s = new Socket()) {
+        s.connect(new InetSocketAddress("127.0.0.1", port), 500);
+        throw new IllegalStateException("something listens on " + port);
+      } catch (IOException e) {
+        return FailureMode.closed().decide(p, key, permits, Reason.STORE_UNAVAILABLE, e, Ticker.system().nowMicros());
+      }
+    }
+
+    @Override public Decision peek(String key, Policy p) { return tryAcquire(key, 1, p); }
+
+    @Override public Refund refund(Ticket ticket) { return Refund.FAILED; }
+
+    @Override public void reset(String key, Policy p) {}
+  }
+}
