@@ -6,7 +6,7 @@ module dev.sluice.http {
   requires transitive dev.sluice.core;
   requires transitive jdk.httpserver;
   // Provided by the servlet container; only RateLimitServletFilter touches it.
-  requires static jakarta.servlet;
+  requires static transitive jakarta.servlet;
 
   exports dev.sluice.http;
 }
