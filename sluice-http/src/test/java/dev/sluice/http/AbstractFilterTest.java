@@ -179,12 +179,14 @@ abstract class AbstractFilterTest {
   }
 
   @Test void skipFailedRequestsRefundsThrownAnd5xxAnswers() throws Exception {
-    serve(HttpRateLimit.builder(memory(API)).skipFailedRequests(true).build());
+    MemoryRateLimiter lim = memory(API);
+    serve(HttpRateLimit.builder(lim).skipFailedRequests(true).build());
     for (int i = 0; i < 5; i++) {
       assertThat(status("/fail")).isEqualTo(500);
       assertThat(status("/throw")).isIn(500, -1);
     }
-    assertThat(status("/deny")).isEqualTo(401); // a 4xx is not a failure of ours: it counts
+    awaitRemaining(lim, "ip:127.0.0.1", 3);
+    assertThat(status("/deny")).isEqualTo(401); // a 4xx is the client's failure, not ours: it counts
     assertThat(status("/ok")).isEqualTo(200);
     assertThat(status("/ok")).isEqualTo(200);
     assertThat(status("/ok")).isEqualTo(429);
@@ -192,14 +194,28 @@ abstract class AbstractFilterTest {
 
   @Test void skipSuccessfulRequestsCountsOnlyFailures() throws Exception {
     Policy login = Policy.fixedWindow("login", 2, Duration.ofMinutes(5));
-    serve(HttpRateLimit.builder(memory(login)).skipSuccessfulRequests(true).build());
+    MemoryRateLimiter lim = memory(login);
+    serve(HttpRateLimit.builder(lim).skipSuccessfulRequests(true).build());
     for (int i = 0; i < 5; i++) {
       assertThat(status("/ok")).isEqualTo(200);
     }
+    awaitRemaining(lim, "ip:127.0.0.1", 2);
     assertThat(status("/deny")).isEqualTo(401);
     assertThat(status("/deny")).isEqualTo(401);
     assertThat(status("/deny")).isEqualTo(429);
     assertThat(status("/ok")).isEqualTo(429);
+  }
+
+  /**
+   * Waits (bounded) until {@code key} has {@code remaining} permits: a refund runs after the handler
+   * returned, which a fast client can overtake by a hair.
+   */
+  static void awaitRemaining(MemoryRateLimiter lim, String key, long remaining) throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (lim.peek(key).remaining() != remaining && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertThat(lim.peek(key).remaining()).as("remaining permits of " + key).isEqualTo(remaining);
   }
 
   @Test void theGlobalCeilingHoldsWhateverTheIdentityAndLeavesNoPartialCharge() throws Exception {
@@ -220,5 +236,17 @@ abstract class AbstractFilterTest {
     // d was charged and refunded: its own budget is whole.
     assertThat(lim.peek("x-api-key:d").remaining()).isEqualTo(10);
     assertThat(lim.peek("x-api-key:a").remaining()).isEqualTo(9);
+  }
+
+  @Test void aCeilingWhoseStoreIsDownAnswers503AndRefundsTheClientsPermit() throws Exception {
+    MemoryRateLimiter lim = memory(API);
+    Policy ceiling = Policy.fixedWindow("ceiling", 100, Duration.ofSeconds(60));
+    serve(HttpRateLimit.builder(lim).globalCeiling(new UnreachableStoreLimiter(ceiling, FailureMode.closed()), ceiling).build());
+    HttpResponse<String> r = get("/ok");
+    assertThat(r.statusCode()).isEqualTo(503);
+    assertThat(r.headers().firstValue("RateLimit")).isEmpty();
+    assertThat(r.body()).contains("\"policy\":\"ceiling\"");
+    assertThat(lim.peek("ip:127.0.0.1").remaining()).isEqualTo(3);
+    assertThat(handled).hasValue(0);
   }
 }

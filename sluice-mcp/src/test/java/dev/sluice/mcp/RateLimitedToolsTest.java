@@ -64,10 +64,10 @@ class RateLimitedToolsTest {
 
   private void start(RateLimitedTools limits) throws IOException {
     SyncToolSpecification echo = new SyncToolSpecification(
-        McpSchema.Tool.builder().name("echo").description("echoes its text").inputSchema(Map.of("type", "object")).build(),
+        McpSchema.Tool.builder("echo", Map.of("type", "object")).description("echoes its text").build(),
         (exchange, request) -> {
           toolRuns.incrementAndGet();
-          return CallToolResult.builder().content(List.of(new TextContent("echo " + request.arguments().get("text")))).build();
+          return CallToolResult.builder().content(List.of(TextContent.builder("echo " + request.arguments().get("text")).build())).build();
         });
     Socket clientSide;
     try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
