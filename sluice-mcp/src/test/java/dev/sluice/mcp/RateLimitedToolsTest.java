@@ -19,7 +19,9 @@ import io.modelcontextprotocol.client.McpClient;
 import io.modelcontextprotocol.client.McpSyncClient;
 import io.modelcontextprotocol.json.McpJsonDefaults;
 import io.modelcontextprotocol.json.McpJsonMapper;
+import io.modelcontextprotocol.server.McpAsyncServer;
 import io.modelcontextprotocol.server.McpServer;
+import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
 import io.modelcontextprotocol.server.McpServerFeatures.SyncToolSpecification;
 import io.modelcontextprotocol.server.McpSyncServer;
 import io.modelcontextprotocol.server.transport.StdioServerTransportProvider;
@@ -40,6 +42,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
 
 /** A real MCP SDK server and client over an in-process (loopback socket) transport. */
 class RateLimitedToolsTest {
@@ -47,6 +50,7 @@ class RateLimitedToolsTest {
   private final ManualTicker ticker = Ticker.manual(1_700_000_000_000_000L);
   private final AtomicInteger toolRuns = new AtomicInteger();
   private McpSyncServer server;
+  private McpAsyncServer asyncServer;
   private McpSyncClient client;
   private Socket serverSide;
 
@@ -57,12 +61,19 @@ class RateLimitedToolsTest {
     if (server != null) {
       server.closeGracefully();
     }
+    if (asyncServer != null) {
+      asyncServer.closeGracefully().block(Duration.ofSeconds(10));
+    }
     if (serverSide != null) {
       serverSide.close();
     }
   }
 
   private void start(RateLimitedTools limits) throws IOException {
+    start(limits, false);
+  }
+
+  private void start(RateLimitedTools limits, boolean async) throws IOException {
     SyncToolSpecification echo = new SyncToolSpecification(
         McpSchema.Tool.builder("echo", Map.of("type", "object")).description("echoes its text").build(),
         (exchange, request) -> {
@@ -75,11 +86,23 @@ class RateLimitedToolsTest {
       clientSide.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), listener.getLocalPort()), 5_000);
       serverSide = listener.accept();
     }
-    server = McpServer.sync(new StdioServerTransportProvider(mapper, serverSide.getInputStream(), serverSide.getOutputStream()))
-        .serverInfo("sluice-test", "1")
-        .capabilities(McpSchema.ServerCapabilities.builder().tools(true).build())
-        .tools(limits.wrap(echo))
-        .build();
+    StdioServerTransportProvider transport =
+        new StdioServerTransportProvider(mapper, serverSide.getInputStream(), serverSide.getOutputStream());
+    if (async) {
+      AsyncToolSpecification asyncEcho = new AsyncToolSpecification(echo.tool(),
+          (exchange, request) -> Mono.fromCallable(() -> echo.callHandler().apply(null, request)));
+      asyncServer = McpServer.async(transport)
+          .serverInfo("sluice-test", "1")
+          .capabilities(McpSchema.ServerCapabilities.builder().tools(true).build())
+          .tools(limits.wrap(asyncEcho))
+          .build();
+    } else {
+      server = McpServer.sync(transport)
+          .serverInfo("sluice-test", "1")
+          .capabilities(McpSchema.ServerCapabilities.builder().tools(true).build())
+          .tools(limits.wrap(echo))
+          .build();
+    }
     client = McpClient.sync(new SocketClientTransport(mapper, clientSide)).requestTimeout(Duration.ofSeconds(20)).build();
     client.initialize();
   }
@@ -128,6 +151,17 @@ class RateLimitedToolsTest {
       assertThat(e.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
       assertThat(e.key()).isEqualTo("account:alice");
     });
+  }
+
+  @Test void anAsyncToolIsGuardedToo() throws IOException {
+    Policy tools = Policy.fixedWindow("mcp-tools", 1, Duration.ofMinutes(1));
+    MemoryRateLimiter limiter = MemoryRateLimiter.builder(tools).ticker(ticker).build();
+    start(RateLimitedTools.builder(RateLimitGuard.builder(limiter).build())
+        .accountResolver(AccountResolver.requestMeta("account")).build(), true);
+    assertThat(text(call("alice"))).isEqualTo("echo hi");
+    assertThatThrownBy(() -> call("alice")).isInstanceOfSatisfying(McpError.class,
+        e -> assertThat(RateLimitedTools.retryAfter(e)).contains(Duration.ofMinutes(1)));
+    assertThat(toolRuns).hasValue(1);
   }
 
   /** A store that is down: a real TCP connect to a port nothing listens on, decided closed. */
