@@ -2,6 +2,7 @@ package dev.sluice.http;
 
 import dev.sluice.internal.Checks;
 import java.security.Principal;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
@@ -70,6 +71,16 @@ public interface KeyResolver {
   static KeyResolver forwardedFor(TrustedProxies proxies) {
     Checks.notNull("proxies", proxies);
     return r -> ForwardedFor.clientOf(r, proxies);
+  }
+
+  /**
+   * {@link #forwardedFor} for the standard {@code Forwarded} header (RFC 7239): the {@code for=}
+   * parameter of the rightmost element not from a trusted proxy. Obfuscated identifiers
+   * ({@code for=_hidden}, {@code for=unknown}) and malformed elements map to {@link #UNKNOWN}.
+   */
+  static KeyResolver forwarded(TrustedProxies proxies) {
+    Checks.notNull("proxies", proxies);
+    return r -> ForwardedFor.clientOfForwarded(r, proxies);
   }
 
   /** The value of header {@code name}: {@code x-api-key:abc123} for {@code header("X-Api-Key")}. */
@@ -183,5 +194,113 @@ final class ForwardedFor {
     }
     // Every hop is one of our proxies (or there were none): the request started inside the trusted zone.
     return "ip:" + IpLiteral.format(leftmost != null ? leftmost : peer);
+  }
+
+  /** Longest {@code Forwarded} header text examined; a longer one is not a deployment either. */
+  static final int MAX_FORWARDED_CHARS = 4096;
+
+  static String clientOfForwarded(RequestView r, TrustedProxies proxies) {
+    byte[] peer = IpLiteral.parse(r.remoteAddress());
+    if (peer == null) {
+      return null;
+    }
+    if (!proxies.contains(peer)) {
+      return "ip:" + IpLiteral.format(peer);
+    }
+    List<String> fors = new ArrayList<>();
+    int chars = 0;
+    for (String line : r.headers("Forwarded")) {
+      if (line.isBlank()) {
+        continue;
+      }
+      chars += line.length();
+      if (chars > MAX_FORWARDED_CHARS || !forValues(line, fors)) {
+        return null;
+      }
+    }
+    if (fors.size() > MAX_HOPS) {
+      return null;
+    }
+    byte[] leftmost = null;
+    for (int i = fors.size() - 1; i >= 0; i--) {
+      byte[] a = IpLiteral.parse(fors.get(i));
+      if (a == null) {
+        return null; // obfuscated (_hidden), "unknown", or garbage
+      }
+      if (!proxies.contains(a)) {
+        return "ip:" + IpLiteral.format(a);
+      }
+      leftmost = a;
+    }
+    return "ip:" + IpLiteral.format(leftmost != null ? leftmost : peer);
+  }
+
+  /**
+   * Appends the {@code for=} value of each element of one {@code Forwarded} line (an element without
+   * one appends ""). Quoted strings may hold commas and semicolons. False when the line is malformed.
+   */
+  static boolean forValues(String line, List<String> out) {
+    int i = 0;
+    int n = line.length();
+    String forValue = "";
+    while (i <= n) {
+      // one pair: token "=" (token / quoted-string), then ';' or ',' or end
+      while (i < n && (line.charAt(i) == ' ' || line.charAt(i) == '\t')) {
+        i++;
+      }
+      if (i == n) {
+        out.add(forValue);
+        return true;
+      }
+      int eq = line.indexOf('=', i);
+      if (eq < 0) {
+        return false;
+      }
+      String name = line.substring(i, eq).trim();
+      i = eq + 1;
+      String value;
+      if (i < n && line.charAt(i) == '"') {
+        StringBuilder b = new StringBuilder();
+        i++;
+        while (i < n && line.charAt(i) != '"') {
+          char c = line.charAt(i);
+          if (c == '\\' && i + 1 < n) {
+            c = line.charAt(++i);
+          }
+          b.append(c);
+          i++;
+        }
+        if (i >= n) {
+          return false; // unterminated quoted string
+        }
+        i++;
+        value = b.toString();
+      } else {
+        int end = i;
+        while (end < n && line.charAt(end) != ';' && line.charAt(end) != ',') {
+          end++;
+        }
+        value = line.substring(i, end).trim();
+        i = end;
+      }
+      if (name.equalsIgnoreCase("for")) {
+        forValue = value;
+      }
+      while (i < n && (line.charAt(i) == ' ' || line.charAt(i) == '\t')) {
+        i++;
+      }
+      if (i == n) {
+        out.add(forValue);
+        return true;
+      }
+      char sep = line.charAt(i++);
+      if (sep == ',') {
+        out.add(forValue);
+        forValue = "";
+      } else if (sep != ';') {
+        return false;
+      }
+    }
+    return true;
   }
 }

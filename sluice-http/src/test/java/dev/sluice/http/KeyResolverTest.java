@@ -43,6 +43,20 @@ class KeyResolverTest {
     assertThat(KeyResolver.forwardedFor(EDGE).resolve(new FakeRequest("10.0.0.2"))).isEqualTo("ip:10.0.0.2");
   }
 
+  @Test void forwardedHeaderOfRfc7239() {
+    KeyResolver r = KeyResolver.forwarded(EDGE);
+    FakeRequest viaEdge = new FakeRequest("10.0.0.2")
+        .header("Forwarded", "for=6.6.6.6;proto=https, for=\"[2001:db8:cafe::17]:4711\";by=10.0.0.1")
+        .header("Forwarded", "For=10.0.0.1;host=\"a,b;c\"");
+    assertThat(r.resolve(viaEdge)).isEqualTo("ip:2001:db8:cafe:0:0:0:0:17");
+    assertThat(r.resolve(new FakeRequest("10.0.0.2").header("Forwarded", "for=_hidden"))).isNull();
+    assertThat(r.resolve(new FakeRequest("10.0.0.2").header("Forwarded", "for=\"unterminated"))).isNull();
+    assertThat(r.resolve(new FakeRequest("10.0.0.2").header("Forwarded", "proto=https"))).isNull();
+    assertThat(r.resolve(new FakeRequest("203.0.113.7").header("Forwarded", "for=198.51.100.9"))).isEqualTo("ip:203.0.113.7");
+    assertThat(r.resolve(new FakeRequest("10.0.0.2").header("Forwarded", "for=10.9.9.9"))).isEqualTo("ip:10.9.9.9");
+    assertThat(r.resolve(new FakeRequest("10.0.0.2"))).isEqualTo("ip:10.0.0.2");
+  }
+
   @Test void realIpHeaderOnlyFromTrustedProxies() {
     KeyResolver r = KeyResolver.proxyHeader("X-Real-IP", EDGE);
     assertThat(r.resolve(new FakeRequest("10.1.2.3").header("X-Real-IP", "198.51.100.9"))).isEqualTo("ip:198.51.100.9");
