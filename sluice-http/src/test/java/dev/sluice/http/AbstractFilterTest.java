@@ -13,6 +13,12 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -248,5 +254,22 @@ abstract class AbstractFilterTest {
     assertThat(r.body()).contains("\"policy\":\"ceiling\"");
     assertThat(lim.peek("ip:127.0.0.1").remaining()).isEqualTo(3);
     assertThat(handled).hasValue(0);
+  }
+
+  @Test void concurrentRequestsAdmitExactlyTheLimit() throws Exception {
+    Policy burst = Policy.fixedWindow("burst", 20, Duration.ofSeconds(60));
+    MemoryRateLimiter lim = memory(burst);
+    serve(HttpRateLimit.builder(lim).build());
+    List<CompletableFuture<HttpResponse<String>>> inFlight = new ArrayList<>();
+    for (int i = 0; i < 80; i++) {
+      inFlight.add(client.sendAsync(HttpRequest.newBuilder(base.resolve("/ok")).timeout(Duration.ofSeconds(20)).build(),
+          HttpResponse.BodyHandlers.ofString()));
+    }
+    Map<Integer, Long> byStatus = new TreeMap<>();
+    for (CompletableFuture<HttpResponse<String>> f : inFlight) {
+      byStatus.merge(f.get(30, TimeUnit.SECONDS).statusCode(), 1L, Long::sum);
+    }
+    assertThat(byStatus).containsExactly(Map.entry(200, 20L), Map.entry(429, 60L));
+    assertThat(handled).hasValue(20);
   }
 }
