@@ -3,6 +3,7 @@ package dev.sluice.http;
 import dev.sluice.internal.Checks;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
+import jakarta.servlet.DispatcherType;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
@@ -18,7 +19,7 @@ import java.util.List;
 
 /**
  * A Jakarta Servlet (6.0+) filter that rate-limits requests as its {@link HttpRateLimit} says.
- * Requests that are not HTTP pass through. Asynchronous requests are completed (and, under the
+ * Requests that are not HTTP, and dispatches other than {@code REQUEST}, pass through. Asynchronous requests are completed (and, under the
  * skip options, refunded) when their async cycle completes.
  *
  * <pre>{@code
@@ -34,7 +35,10 @@ public final class RateLimitServletFilter implements Filter {
   }
 
   @Override public void doFilter(ServletRequest req, ServletResponse res, FilterChain chain) throws IOException, ServletException {
-    if (!(req instanceof HttpServletRequest request) || !(res instanceof HttpServletResponse response)) {
+    // Only the original dispatch is charged: a forward, include, error page or async re-dispatch of
+    // the same request (when the filter is mapped to those too) must not count it twice.
+    if (!(req instanceof HttpServletRequest request) || !(res instanceof HttpServletResponse response)
+        || req.getDispatcherType() != DispatcherType.REQUEST) {
       chain.doFilter(req, res);
       return;
     }
