@@ -83,6 +83,19 @@ class RateLimitGuardTest {
         .hasMessageContaining("CORRUPT_STATE");
   }
 
+  @Test void contentionIsRefusedNotWavedThrough() {
+    RateLimiter contended = new UnreachableStore(login, FailureMode.closed()) {
+      @Override public Decision tryAcquire(String key, long permits, Policy p) {
+        return FailureMode.closed().decide(p, key, permits, Reason.CONTENTION, null, 1);
+      }
+    };
+    List<StoreError> errors = new ArrayList<>();
+    RateLimitGuard guard = RateLimitGuard.builder(contended).onStoreError(errors::add).build();
+    assertThatThrownBy(() -> guard.check("account:1")).isInstanceOfSatisfying(RateLimitExceededException.class,
+        e -> assertThat(e.reason()).isEqualTo(Reason.CONTENTION));
+    assertThat(errors).isEmpty();
+  }
+
   @Test void badKeysStillThrowIllegalArgument() {
     RateLimitGuard guard = RateLimitGuard.builder(MemoryRateLimiter.builder(login).ticker(ticker).build()).build();
     assertThatThrownBy(() -> guard.check(" ")).isInstanceOf(IllegalArgumentException.class)

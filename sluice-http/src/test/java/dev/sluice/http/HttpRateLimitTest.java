@@ -3,11 +3,19 @@ package dev.sluice.http;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.sluice.Decision;
+import dev.sluice.FailureMode;
 import dev.sluice.ManualTicker;
 import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Reason;
+import dev.sluice.Refund;
 import dev.sluice.Ticker;
+import dev.sluice.Ticket;
 import dev.sluice.memory.MemoryRateLimiter;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class HttpRateLimitTest {
@@ -46,5 +54,31 @@ class HttpRateLimitTest {
     }
     assertThat(rl.admit(new FakeRequest("198.51.100.3")).verdict).isEqualTo(Admission.REFUSED);
     assertThat(limiter.peek(HttpRateLimit.GLOBAL_KEY, ceiling).remaining()).isEqualTo(1);
+  }
+
+  @Test void contentionIsTheClientsDoingAndAnswers429NotAn503() {
+    assertThat(HttpRateLimit.isOutage(Reason.CONTENTION)).isFalse();
+    assertThat(HttpRateLimit.isOutage(Reason.STORE_UNAVAILABLE)).isTrue();
+    assertThat(HttpRateLimit.isOutage(Reason.TIMEOUT)).isTrue();
+    assertThat(HttpRateLimit.isOutage(Reason.CORRUPT_STATE)).isTrue();
+    assertThat(HttpRateLimit.isOutage(Reason.KEY_TABLE_FULL)).isFalse();
+    RateLimiter contended = new RateLimiter() {
+      @Override public Policy policy() { return api; }
+
+      @Override public Decision tryAcquire(String key, long permits, Policy p) {
+        return FailureMode.closed().decide(p, key, permits, Reason.CONTENTION, null, ticker.nowMicros());
+      }
+
+      @Override public Decision peek(String key, Policy p) { return tryAcquire(key, 1, p); }
+
+      @Override public Refund refund(Ticket ticket) { return Refund.NO_EFFECT; }
+
+      @Override public void reset(String key, Policy p) {}
+    };
+    Admission a = HttpRateLimit.builder(contended).ticker(ticker).build().admit(new FakeRequest("198.51.100.1"));
+    assertThat(a.verdict).isEqualTo(Admission.REFUSED);
+    Map<String, String> headers = new LinkedHashMap<>();
+    a.headers(headers::put);
+    assertThat(headers).containsExactly(Map.entry("Retry-After", "1")); // no store answered: no limit headers
   }
 }
