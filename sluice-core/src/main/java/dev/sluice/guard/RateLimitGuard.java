@@ -1,6 +1,7 @@
 package dev.sluice.guard;
 
 import dev.sluice.Decision;
+import dev.sluice.FailureMode;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
@@ -18,10 +19,10 @@ import java.util.function.Supplier;
  * <p>Failing open is the point of a guard: an abuse throttle on a login or a tool call must never
  * lock an account out because of infrastructure. It does so whatever the limiter's own
  * {@link dev.sluice.FailureMode} is (a closed refusal with a failure reason becomes an allowed call),
- * except for {@link Reason#CORRUPT_STATE} and {@link Reason#INVALID_CLOCK}, which always fail
- * closed (they are not outages but a state that must not be trusted), and
- * {@link Reason#CONTENTION}, which is refused: compare-and-set retries run out on a key hammered
- * hard enough, and letting that flood through would open the guard exactly when it is attacked.
+ * except for the reasons every failure mode refuses ({@link FailureMode#alwaysClosed}): corrupt
+ * state and an invalid clock (a state that must not be trusted) and contention (compare-and-set
+ * retries run out on a key hammered hard enough; letting that flood through would open the guard
+ * exactly when it is attacked).
  *
  * <pre>{@code
  * RateLimitGuard guard = RateLimitGuard.builder(limiter)
@@ -86,7 +87,7 @@ public final class RateLimitGuard {
       return d;
     }
     Reason reason = d.reason();
-    if (reason.isFailure() && reason != Reason.CORRUPT_STATE && reason != Reason.INVALID_CLOCK && reason != Reason.CONTENTION) {
+    if (reason.isFailure() && !FailureMode.alwaysClosed(reason)) {
       report(new StoreError(policy, key, reason, d, null));
       return Decision.of(true, reason, Path.FAILURE_MODE, d.policy(), 0, d.resetAtMicros(), 0, null);
     }
