@@ -3,15 +3,13 @@ package dev.sluice.mcp;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.sluice.Decision;
 import dev.sluice.FailureMode;
 import dev.sluice.ManualTicker;
 import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
-import dev.sluice.Refund;
 import dev.sluice.Ticker;
-import dev.sluice.Ticket;
 import dev.sluice.guard.RateLimitGuard;
 import dev.sluice.guard.StoreError;
 import dev.sluice.memory.MemoryRateLimiter;
@@ -140,7 +138,7 @@ class RateLimitedToolsTest {
   @Test void aToolCallIsAllowedWhenTheStoreIsDownAndOnStoreErrorIsCalled() throws IOException {
     Policy tools = Policy.fixedWindow("mcp-tools", 1, Duration.ofMinutes(1));
     List<StoreError> errors = new CopyOnWriteArrayList<>();
-    RateLimiter down = new UnreachableStore(tools);
+    RateLimiter down = DownStore.limiter(tools, FailureMode.closed(), RateLimitListener.NONE);
     start(RateLimitedTools.builder(RateLimitGuard.builder(down).onStoreError(errors::add).build())
         .accountResolver(AccountResolver.requestMeta("account")).build());
     for (int i = 0; i < 4; i++) {
@@ -162,35 +160,5 @@ class RateLimitedToolsTest {
     assertThatThrownBy(() -> call("alice")).isInstanceOfSatisfying(McpError.class,
         e -> assertThat(RateLimitedTools.retryAfter(e)).contains(Duration.ofMinutes(1)));
     assertThat(toolRuns).hasValue(1);
-  }
-
-  /** A store that is down: a real TCP connect to a port nothing listens on, decided closed. */
-  static final class UnreachableStore implements RateLimiter {
-    private final Policy policy;
-    private final int port;
-
-    UnreachableStore(Policy policy) throws IOException {
-      this.policy = policy;
-      try (ServerSocket s = new ServerSocket(0)) {
-        this.port = s.getLocalPort();
-      }
-    }
-
-    @Override public Policy policy() { return policy; }
-
-    @Override public Decision tryAcquire(String key, long permits, Policy p) {
-      try (Socket s = new Socket()) {
-        s.connect(new InetSocketAddress("127.0.0.1", port), 500);
-        throw new IllegalStateException("something listens on " + port);
-      } catch (IOException e) {
-        return FailureMode.closed().decide(p, key, permits, Reason.STORE_UNAVAILABLE, e, Ticker.system().nowMicros());
-      }
-    }
-
-    @Override public Decision peek(String key, Policy p) { return tryAcquire(key, 1, p); }
-
-    @Override public Refund refund(Ticket ticket) { return Refund.FAILED; }
-
-    @Override public void reset(String key, Policy p) {}
   }
 }

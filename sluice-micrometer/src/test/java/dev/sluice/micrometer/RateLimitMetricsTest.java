@@ -4,14 +4,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
+import dev.sluice.FailureMode;
 import dev.sluice.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
+import dev.sluice.Reason;
 import dev.sluice.Ticker;
 import dev.sluice.memory.HashedSlotRateLimiter;
 import dev.sluice.memory.MemoryRateLimiter;
+import dev.sluice.store.InMemoryVersionedStore;
+import dev.sluice.store.VersionedStoreRateLimiter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.net.ConnectException;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -59,15 +62,37 @@ class RateLimitMetricsTest {
     assertThat(count("sluice.refunds", "policy", "api", "result", "applied")).isEqualTo(1);
     assertThat(count("sluice.refunds", "policy", "api", "result", "no_effect")).isEqualTo(1);
 
-    // What a shared-store limiter reports per round trip, through the guard every limiter uses.
+    // The guard every limiter calls the listener through passes the latency on unchanged.
+    Policy timed = Policy.fixedWindow("timed", 10, Duration.ofMinutes(1));
     RateLimitListener guarded = RateLimitListener.guarded(metrics, false);
-    guarded.onStoreCall(api, 2_000_000, null);
-    guarded.onStoreCall(api, 4_000_000, new ConnectException("Connection refused"));
-    var timer = registry.find("sluice.store.latency").tag("policy", "api").timer();
+    guarded.onStoreCall(timed, 2_000_000, null);
+    guarded.onStoreCall(timed, 4_000_000, null);
+    var timer = registry.find("sluice.store.latency").tag("policy", "timed").timer();
     assertThat(timer.count()).isEqualTo(2);
     assertThat(timer.totalTime(TimeUnit.MILLISECONDS)).isEqualTo(6.0);
     assertThat(timer.max(TimeUnit.MILLISECONDS)).isEqualTo(4.0);
-    assertThat(count("sluice.store.errors", "policy", "api", "exception", "ConnectException")).isEqualTo(1);
+  }
+
+  @Test void aSharedStoreReportsEveryCallsLatencyAndItsErrors() {
+    RateLimitMetrics metrics = RateLimitMetrics.builder().build();
+    metrics.bindTo(registry);
+    Policy shared = Policy.tokenBucket("shared", 5, 1, Duration.ofSeconds(1));
+    VersionedStoreRateLimiter up = VersionedStoreRateLimiter.builder(shared, new InMemoryVersionedStore())
+        .ticker(ticker).listener(metrics, false).build();
+    for (int i = 0; i < 3; i++) {
+      up.tryAcquire("k");
+    }
+    var timer = registry.get("sluice.store.latency").tag("policy", "shared").timer();
+    assertThat(timer.count()).as("one read and one compare-and-set per decision").isEqualTo(6);
+    assertThat(registry.find("sluice.store.errors").counters()).isEmpty();
+
+    Policy down = Policy.tokenBucket("down", 5, 1, Duration.ofSeconds(1));
+    Decision d = DownStore.limiter(down, FailureMode.closed(), metrics).tryAcquire("k");
+    assertThat(d.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
+    assertThat(count("sluice.decisions", "policy", "down", "outcome", "refused", "reason", "store_unavailable")).isEqualTo(1);
+    assertThat(registry.find("sluice.store.errors").tag("policy", "down").counters()).singleElement()
+        .satisfies(c -> assertThat(c.count()).isEqualTo(1.0));
+    assertThat(registry.get("sluice.store.latency").tag("policy", "down").timer().count()).isEqualTo(1);
   }
 
   @Test void trackedKeysAndSlotOccupancyGauges() {
