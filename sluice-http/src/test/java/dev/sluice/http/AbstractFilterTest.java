@@ -23,6 +23,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The filter scenarios, run against a real server (Jetty 12 with the servlet filter, the JDK
@@ -43,8 +45,14 @@ abstract class AbstractFilterTest {
 
   abstract void stop() throws Exception;
 
+  /** Store clients a test opened, closed after the server stopped. */
+  final List<AutoCloseable> cleanup = new ArrayList<>();
+
   @AfterEach void tearDown() throws Exception {
     stop();
+    for (AutoCloseable c : cleanup) {
+      c.close();
+    }
   }
 
   /**
@@ -128,7 +136,9 @@ abstract class AbstractFilterTest {
     assertThat(get("/ok").statusCode()).isEqualTo(200);
   }
 
-  @Test void aStoreFailureDecidedClosedAnswers503WithoutLimitHeaders() throws Exception {
+  @ParameterizedTest(name = "store {0}")
+  @ValueSource(strings = {"redis", "jdbc"})
+  void aStoreFailureDecidedClosedAnswers503WithoutLimitHeaders(String store) throws Exception {
     AtomicInteger storeErrors = new AtomicInteger();
     RateLimitListener countErrors = new RateLimitListener() {
       @Override public void onStoreCall(Policy policy, long latencyNanos, Throwable error) {
@@ -137,7 +147,7 @@ abstract class AbstractFilterTest {
         }
       }
     };
-    serve(HttpRateLimit.builder(DownStore.limiter(API, FailureMode.closed(), countErrors)).build());
+    serve(HttpRateLimit.builder(DownStore.limiter(store, API, FailureMode.closed(), countErrors, cleanup)).build());
     HttpResponse<String> r = get("/ok");
     assertThat(r.statusCode()).isEqualTo(503);
     assertThat(r.headers().map().keySet()).noneMatch(h -> h.toLowerCase().contains("ratelimit"));
@@ -148,10 +158,12 @@ abstract class AbstractFilterTest {
     assertThat(storeErrors.get()).as("the limiter really tried its store").isPositive();
   }
 
-  @Test void aStoreFailureDecidedOpenPassesWithoutLimitHeaders() throws Exception {
+  @ParameterizedTest(name = "store {0}")
+  @ValueSource(strings = {"redis", "jdbc"})
+  void aStoreFailureDecidedOpenPassesWithoutLimitHeaders(String store) throws Exception {
     AtomicInteger alerts = new AtomicInteger();
-    serve(HttpRateLimit.builder(DownStore.limiter(API, FailureMode.open((p, reason, cause) -> alerts.incrementAndGet()),
-        RateLimitListener.NONE)).build());
+    serve(HttpRateLimit.builder(DownStore.limiter(store, API, FailureMode.open((p, reason, cause) -> alerts.incrementAndGet()),
+        RateLimitListener.NONE, cleanup)).build());
     HttpResponse<String> r = get("/ok");
     assertThat(r.statusCode()).isEqualTo(200);
     assertThat(r.headers().firstValue("RateLimit")).isEmpty();
