@@ -1,0 +1,77 @@
+package dev.sluice.server;
+
+import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Ticker;
+import java.util.List;
+
+/**
+ * Where the service keeps its counts: the embedded memory tier (the default: one process, zero I/O),
+ * Redis, or PostgreSQL. A store hands out one limiter per configured policy.
+ */
+abstract class Store implements AutoCloseable {
+
+  /** A short name for logs and {@code /healthz}: memory, redis or postgres. */
+  abstract String name();
+
+  /** Where the store is, for the startup banner; never includes a password. */
+  abstract String describe();
+
+  /** True for stores shared between instances (the health check then asks the store). */
+  abstract boolean shared();
+
+  /** The limiter that decides for {@code policy}. */
+  abstract RateLimiter limiter(Policy policy);
+
+  /** Fails fast when a policy's algorithm is not supported by this store. */
+  void check(List<Policy> policies) {}
+
+  @Override public void close() {}
+
+  static Store memory(int maxKeys, Ticker ticker) {
+    return new MemoryStore(maxKeys, ticker);
+  }
+
+  /** {@code --redis URL}. */
+  static Store redis(String url) {
+    throw new IllegalArgumentException("--redis " + redact(url) + ": the Redis store (sluice-redis) is not part of this build"
+        + " yet; run on the memory store (omit --redis)");
+  }
+
+  /** {@code --postgres URL}. */
+  static Store postgres(String url) {
+    throw new IllegalArgumentException("--postgres " + redact(url) + ": the PostgreSQL store (sluice-jdbc) is not part of this"
+        + " build yet; run on the memory store (omit --postgres)");
+  }
+
+  /** {@code url} without a password ({@code user:secret@} and {@code password=} are masked). */
+  static String redact(String url) {
+    if (url == null) {
+      return "null";
+    }
+    return url.replaceAll("(//[^/:@]*:)[^@/]*@", "$1***@").replaceAll("(?i)(password=)[^&;]*", "$1***");
+  }
+
+  static final class MemoryStore extends Store {
+    private final int maxKeys;
+    private final Ticker ticker;
+
+    MemoryStore(int maxKeys, Ticker ticker) {
+      if (maxKeys < 1) {
+        throw new IllegalArgumentException("--max-keys " + maxKeys + " is not positive; it must be at least 1");
+      }
+      this.maxKeys = maxKeys;
+      this.ticker = ticker;
+    }
+
+    @Override String name() { return "memory"; }
+
+    @Override String describe() { return "the embedded memory store (per process, at most " + maxKeys + " keys per policy)"; }
+
+    @Override boolean shared() { return false; }
+
+    @Override RateLimiter limiter(Policy policy) {
+      return new InterimMemoryLimiter(policy, ticker);
+    }
+  }
+}

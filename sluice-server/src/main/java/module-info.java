@@ -1,0 +1,16 @@
+/**
+ * The Sluice service and CLI ({@code sluice serve}, {@code sluice simulate}). An application, not a
+ * library: it exports nothing.
+ */
+module dev.sluice.server {
+  requires dev.sluice.core;
+  requires info.picocli;
+  requires com.fasterxml.jackson.databind;
+  requires com.fasterxml.jackson.dataformat.yaml;
+  requires org.eclipse.jetty.server;
+  requires micrometer.core;
+  requires micrometer.registry.prometheus;
+  requires java.desktop;
+
+  opens dev.sluice.server to info.picocli;
+}
