@@ -10,6 +10,7 @@ module dev.sluice.server {
   requires org.eclipse.jetty.server;
   requires micrometer.core;
   requires micrometer.registry.prometheus;
+  requires org.knowm.xchart;
   requires java.desktop;
 
   opens dev.sluice.server to info.picocli;

@@ -32,6 +32,11 @@ abstract class Store implements AutoCloseable {
     return new MemoryStore(maxKeys, ticker);
   }
 
+  /** One memory-tier limiter: per process, bounded to {@code maxKeys} tracked keys. */
+  static RateLimiter memoryLimiter(Policy policy, Ticker ticker, int maxKeys) {
+    return new InterimMemoryLimiter(policy, ticker);
+  }
+
   /** {@code --redis URL}. */
   static Store redis(String url) {
     throw new IllegalArgumentException("--redis " + redact(url) + ": the Redis store (sluice-redis) is not part of this build"
@@ -71,7 +76,7 @@ abstract class Store implements AutoCloseable {
     @Override boolean shared() { return false; }
 
     @Override RateLimiter limiter(Policy policy) {
-      return new InterimMemoryLimiter(policy, ticker);
+      return memoryLimiter(policy, ticker, maxKeys);
     }
   }
 }
