@@ -1,0 +1,222 @@
+package dev.sluice.memory;
+
+import dev.sluice.Algorithm;
+import dev.sluice.ClockedRateLimiter;
+import dev.sluice.Decision;
+import dev.sluice.Policy;
+import dev.sluice.Reason;
+import dev.sluice.Refund;
+import dev.sluice.Ticker;
+import dev.sluice.Ticket;
+import dev.sluice.internal.Checks;
+import dev.sluice.model.Outcome;
+import dev.sluice.model.ReferenceModel;
+import java.security.SecureRandom;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The second bounding strategy of the memory tier (nginx {@code limit_req} style): a fixed array of
+ * {@code slots} limiter states; a key hashes, with a per-instance random seed, to one slot; keys that
+ * collide share a budget; nothing is ever evicted and memory never grows with the number of keys.
+ *
+ * <p>Compared with {@link MemoryRateLimiter}: no key is ever refused for a full table, at the price
+ * of colliding keys throttling each other (with {@code n} active keys over {@code s} slots, a key
+ * shares its slot with about {@code n/s} others). The seed is drawn from {@link SecureRandom} per
+ * instance, so an attacker who does not know it cannot aim keys at a victim's slot by precomputing
+ * collisions; the mixing function is a seeded 64-bit FNV-1a with a murmur finalizer, fast and well
+ * distributed but not a cryptographic PRF.
+ *
+ * <p>A call without a key ({@code null}) uses one shared default slot: throttled, never unlimited.
+ * {@link #reset(String, Policy)} clears a slot's budget but keeps the slot. {@link #occupiedSlots()}
+ * counts the slots whose state still matters.
+ *
+ * <p>The exact sliding log is refused: its state grows with its limit and cannot live in a fixed slot.
+ */
+public final class HashedSlotRateLimiter implements ClockedRateLimiter {
+  private final Policy policy;
+  private final Ticker ticker;
+  private final int slots;
+  private final long seed;
+  private final ConcurrentHashMap<Policy, long[][]> arrays = new ConcurrentHashMap<>();
+
+  private HashedSlotRateLimiter(Policy policy, int slots, Ticker ticker, long seed) {
+    this.policy = policy;
+    this.slots = slots;
+    this.ticker = ticker;
+    this.seed = seed;
+    arrays.put(policy, newArray(policy));
+  }
+
+  /** {@code slots} slots (plus the default slot) for {@code policy}, on the system clock. */
+  public static HashedSlotRateLimiter of(Policy policy, int slots) {
+    return of(policy, slots, Ticker.system());
+  }
+
+  public static HashedSlotRateLimiter of(Policy policy, int slots, Ticker ticker) {
+    Checks.notNull("policy", policy);
+    Checks.positive("slots", slots);
+    Checks.notNull("ticker", ticker);
+    return new HashedSlotRateLimiter(policy, slots, ticker, new SecureRandom().nextLong());
+  }
+
+  @Override public Policy policy() {
+    return policy;
+  }
+
+  @Override public Ticker ticker() {
+    return ticker;
+  }
+
+  public int slots() {
+    return slots;
+  }
+
+  /** The slot {@code key} maps to; {@code slots()} for the shared default slot of a null key. */
+  public int slotOf(String key) {
+    if (key == null) {
+      return slots;
+    }
+    long h = seed ^ 0xcbf29ce484222325L;
+    for (int i = 0, n = key.length(); i < n; i++) {
+      h ^= key.charAt(i);
+      h *= 0x100000001b3L;
+    }
+    h ^= h >>> 33;
+    h *= 0xff51afd7ed558ccdL;
+    h ^= h >>> 33;
+    h *= 0xc4ceb9fe1a85ec53L;
+    h ^= h >>> 33;
+    return (int) Long.remainderUnsigned(h, slots);
+  }
+
+  /** Slots (over every policy, default slots included) whose state still matters now. */
+  public int occupiedSlots() {
+    long now = ticker.nowMicros();
+    int n = 0;
+    for (long[][] a : arrays.values()) {
+      for (long[] w : a) {
+        if (w[0] != 0 && (long) MemoryRateLimiter.WORD.getOpaque(w, MemoryRateLimiter.EXPIRES) > now) {
+          n++;
+        }
+      }
+    }
+    return n;
+  }
+
+  @Override public Decision tryAcquire(String key, long permits, Policy p) {
+    return tryAcquireAt(key, permits, p, ticker.nowMicros());
+  }
+
+  @Override public Decision tryAcquireAt(String key, long permits, Policy p, long now) {
+    if (key != null) {
+      Checks.key(key);
+    }
+    Checks.permits(permits, p.algorithm().limit(), p.name());
+    if (now <= 0) {
+      return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
+    }
+    long[] w = slot(p, key);
+    Outcome out = new Outcome();
+    MemoryRateLimiter.lock(w);
+    try {
+      ReferenceModel.acquire(p.algorithm(), w, now, permits, out);
+      if (out.wrote()) {
+        w[MemoryRateLimiter.EXPIRES] = ReferenceModel.expiresAt(p.algorithm(), w);
+      }
+    } finally {
+      MemoryRateLimiter.unlock(w);
+    }
+    return out.allowed()
+        ? Decision.allowed(p, out.remaining(), out.resetAt(), new Ticket(p, key == null ? "" : key, permits, out.stamp()))
+        : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+  }
+
+  @Override public Decision peek(String key, Policy p) {
+    return peekAt(key, p, ticker.nowMicros());
+  }
+
+  @Override public Decision peekAt(String key, Policy p, long now) {
+    if (key != null) {
+      Checks.key(key);
+    }
+    if (now <= 0) {
+      return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
+    }
+    long[] w = slot(p, key);
+    Outcome out = new Outcome();
+    MemoryRateLimiter.lock(w);
+    try {
+      ReferenceModel.peek(p.algorithm(), w, now, out);
+    } finally {
+      MemoryRateLimiter.unlock(w);
+    }
+    return out.allowed()
+        ? Decision.allowed(p, out.remaining(), out.resetAt(), null)
+        : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+  }
+
+  @Override public Refund refund(Ticket ticket) {
+    return refundAt(ticket, ticker.nowMicros());
+  }
+
+  @Override public Refund refundAt(Ticket ticket, long now) {
+    try {
+      if (ticket == null || now <= 0 || !ticket.spend()) {
+        return Refund.NO_EFFECT;
+      }
+      Policy p = ticket.policy();
+      long[] w = slot(p, ticket.key().isEmpty() ? null : ticket.key());
+      Outcome out = new Outcome();
+      MemoryRateLimiter.lock(w);
+      try {
+        ReferenceModel.refund(p.algorithm(), w, now, ticket.permits(), ticket.stamp(), out);
+        if (out.wrote()) {
+          w[MemoryRateLimiter.EXPIRES] = ReferenceModel.expiresAt(p.algorithm(), w);
+        }
+      } finally {
+        MemoryRateLimiter.unlock(w);
+      }
+      return out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
+    } catch (RuntimeException e) {
+      return Refund.FAILED;
+    }
+  }
+
+  /** Clears the budget of {@code key}'s slot (shared with the keys that collide with it); the slot stays. */
+  @Override public void reset(String key, Policy p) {
+    if (key != null) {
+      Checks.key(key);
+    }
+    long[] w = slot(p, key);
+    MemoryRateLimiter.lock(w);
+    try {
+      w[0] = 0;
+      w[1] = 0;
+      w[2] = 0;
+      w[MemoryRateLimiter.EXPIRES] = 0;
+    } finally {
+      MemoryRateLimiter.unlock(w);
+    }
+  }
+
+  private long[] slot(Policy p, String key) {
+    long[][] a = p == policy ? arrays.get(policy) : arrays.computeIfAbsent(Checks.notNull("policy", p), this::newArray);
+    return a[slotOf(key)];
+  }
+
+  private long[][] newArray(Policy p) {
+    return newArray0(p, slots);
+  }
+
+  private static long[][] newArray0(Policy p, int slots) {
+    if (p.algorithm() instanceof Algorithm.SlidingLog) {
+      throw new IllegalArgumentException("policy '" + p.name()
+          + "' uses the sliding log, whose state grows with its limit; hashed slots hold fixed-size state: use another algorithm or MemoryRateLimiter");
+    }
+    long[][] a = new long[slots + 1][];
+    for (int i = 0; i < a.length; i++) {
+      a[i] = new long[MemoryRateLimiter.ENTRY_SIZE];
+    }
+    return a;
+  }
+}

@@ -1,0 +1,472 @@
+package dev.sluice.memory;
+
+import dev.sluice.Algorithm;
+import dev.sluice.ClockedRateLimiter;
+import dev.sluice.Decision;
+import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
+import dev.sluice.Reason;
+import dev.sluice.Refund;
+import dev.sluice.Ticker;
+import dev.sluice.Ticket;
+import dev.sluice.internal.Checks;
+import dev.sluice.model.Outcome;
+import dev.sluice.model.ReferenceModel;
+import dev.sluice.model.SlidingLogState;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The memory tier: per-instance, zero I/O, bounded in both the number of keys and their length.
+ *
+ * <p><b>Per instance.</b> With N instances behind a load balancer this admits about N times the
+ * limit. Use the Redis or PostgreSQL tier when that matters.
+ *
+ * <p><b>Bounded.</b> At most {@code maxKeys} keys are tracked (default 10,000), each of at most
+ * {@code maxKeyLength} UTF-16 code units (default 512; an emoji counts two). When the table is full
+ * and no tracked key has expired, a check for an untracked key is refused with
+ * {@link Reason#KEY_TABLE_FULL} and a {@code retryAfter} until the earliest tracked entry expires.
+ * Tracked keys keep their counts and are never evicted, so a spray of unique keys can neither
+ * exhaust memory nor reset anybody's window.
+ *
+ * <p><b>Structure.</b> One {@link ConcurrentHashMap} per policy from key to entry. An entry is a
+ * bare {@code long[5]}: the reference model's three state words, the entry's expiry (the moment its
+ * state stops mattering, {@link ReferenceModel#expiresAt}) and a lock word, so a tracked key costs a
+ * map node, the key and one 56-byte array, and a decision allocates nothing the JIT cannot remove.
+ * The lock is a compare-and-set on the lock word, held only for the few instructions of a step:
+ * threads on different keys never share a lock, and there is no global lock on the hot path.
+ * (The exact sliding log keeps a growing list, so its entries carry a {@link SlidingLogState} too.)
+ *
+ * <p><b>Reclaiming.</b> Expired entries are removed by a scan of the table. The scan is aimed at
+ * the moment the earliest tracked entry becomes reclaimable ({@code nextScanAt}), but never runs
+ * within 50 ms of the previous one. A check only compares the clock with {@code nextScanAt} (one
+ * volatile read); the one check that passes it and wins a flag runs the scan. So a scan visits at
+ * most {@code maxKeys} entries, at most once per 50 ms, and only when something is reclaimable:
+ * its cost is bounded per unit of time (20 scans a second at most) and, under load, amortized over
+ * the checks in between, a constant per check. Capacity returns within 50 ms of a spray ageing out,
+ * whatever the window. A map-and-heap of expiries would make each check pay O(log n) instead, to
+ * save scans that the 50 ms floor already makes cheap.
+ *
+ * <p>Time is monotonic ({@link Ticker#system()}), injectable for tests.
+ */
+public final class MemoryRateLimiter implements ClockedRateLimiter {
+  /** Default cap on tracked keys. */
+  public static final int DEFAULT_MAX_KEYS = 10_000;
+  /** Default cap on key length, in UTF-16 code units. */
+  public static final int DEFAULT_MAX_KEY_LENGTH = 512;
+  /** The floor between two reclaim scans. */
+  public static final long RECLAIM_FLOOR_MICROS = 50_000;
+
+  static final int EXPIRES = 3;
+  static final int LOCK = 4;
+  static final int ENTRY_SIZE = 5;
+  static final long FREE = 0;
+  static final long HELD = 1;
+  static final long DEAD = 2;
+  static final VarHandle WORD = MethodHandles.arrayElementVarHandle(long[].class);
+
+  private final Policy policy;
+  private final Ticker ticker;
+  private final int maxKeys;
+  private final int maxKeyLength;
+  private final RateLimitListener listener;
+  private final boolean listening;
+  private final Table defaultTable;
+  private final ConcurrentHashMap<Policy, Table> tables = new ConcurrentHashMap<>();
+  private final AtomicInteger size = new AtomicInteger();
+  /** Lower bound of the earliest expiry of any tracked entry; Long.MAX_VALUE when none. */
+  private final AtomicLong earliestExpiry = new AtomicLong(Long.MAX_VALUE);
+  private volatile long nextScanAt = Long.MAX_VALUE;
+  private volatile long lastScanAt = Long.MIN_VALUE / 2;
+  private final AtomicBoolean scanning = new AtomicBoolean();
+  private final AtomicLong scans = new AtomicLong();
+
+  private MemoryRateLimiter(Builder b) {
+    this.policy = b.policy;
+    this.ticker = b.ticker;
+    this.maxKeys = b.maxKeys;
+    this.maxKeyLength = b.maxKeyLength;
+    this.listener = RateLimitListener.guarded(b.listener, b.includeKeys);
+    this.listening = listener != RateLimitListener.NONE;
+    this.defaultTable = new Table(policy);
+    tables.put(policy, defaultTable);
+  }
+
+  public static Builder builder(Policy policy) {
+    return new Builder(policy);
+  }
+
+  @Override public Policy policy() {
+    return policy;
+  }
+
+  @Override public Ticker ticker() {
+    return ticker;
+  }
+
+  /** Keys tracked right now, over every policy this limiter has seen. Never above {@code maxKeys}. */
+  public int trackedKeys() {
+    return size.get();
+  }
+
+  public int maxKeys() {
+    return maxKeys;
+  }
+
+  /** Reclaim scans run so far (for tests and metrics). */
+  public long reclaimScans() {
+    return scans.get();
+  }
+
+  @Override public Decision tryAcquire(String key, long permits, Policy p) {
+    return tryAcquireAt(key, permits, p, ticker.nowMicros());
+  }
+
+  @Override public Decision tryAcquireAt(String key, long permits, Policy p, long now) {
+    if (key == null) {
+      Checks.key(null);
+    }
+    if (permits < 1 || permits > p.algorithm().limit()) {
+      Checks.permits(permits, p.algorithm().limit(), p.name());
+    }
+    Decision d = acquire(table(p), key, permits, now);
+    if (listening) {
+      listener.onDecision(d, key);
+    }
+    return d;
+  }
+
+  private Decision acquire(Table t, String key, long permits, long now) {
+    Policy p = t.policy;
+    if (now <= 0) {
+      return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
+    }
+    if (now >= nextScanAt) {
+      reclaim(now, false);
+    }
+    Outcome out = new Outcome();
+    while (true) {
+      Object e = t.map.get(key);
+      if (e == null) {
+        Checks.key(key, maxKeyLength);
+        e = insert(t, key, now);
+        if (e == null) {
+          long at = Math.max(earliestExpiry.get(), lastScanAt + RECLAIM_FLOOR_MICROS);
+          return Decision.refused(p, Reason.KEY_TABLE_FULL, 0, at, at - now);
+        }
+      }
+      long[] w = words(e);
+      if (!lock(w)) {
+        continue; // reclaimed or reset under us: look it up again
+      }
+      try {
+        if (e instanceof LogEntry log) {
+          log.log.acquire((Algorithm.SlidingLog) p.algorithm(), now, permits, out);
+          w[EXPIRES] = log.log.expiresAt((Algorithm.SlidingLog) p.algorithm());
+        } else {
+          ReferenceModel.acquire(p.algorithm(), w, now, permits, out);
+          if (out.wrote()) {
+            w[EXPIRES] = ReferenceModel.expiresAt(p.algorithm(), w);
+          }
+        }
+      } finally {
+        unlock(w);
+      }
+      return out.allowed()
+          ? Decision.allowed(p, out.remaining(), out.resetAt(), new Ticket(p, key, permits, out.stamp()))
+          : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+    }
+  }
+
+  @Override public Decision peek(String key, Policy p) {
+    return peekAt(key, p, ticker.nowMicros());
+  }
+
+  @Override public Decision peekAt(String key, Policy p, long now) {
+    Checks.key(key, maxKeyLength);
+    if (now <= 0) {
+      return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
+    }
+    Table t = table(p);
+    Outcome out = new Outcome();
+    Object e = t.map.get(key);
+    if (e == null) {
+      peekFresh(p, now, out);
+    } else {
+      long[] w = words(e);
+      if (lock(w)) {
+        try {
+          if (e instanceof LogEntry log) {
+            log.log.peek((Algorithm.SlidingLog) p.algorithm(), now, out);
+          } else {
+            ReferenceModel.peek(p.algorithm(), w, now, out);
+          }
+        } finally {
+          unlock(w);
+        }
+      } else {
+        peekFresh(p, now, out); // reclaimed or reset under us
+      }
+    }
+    return out.allowed()
+        ? Decision.allowed(p, out.remaining(), out.resetAt(), null)
+        : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+  }
+
+  private static void peekFresh(Policy p, long now, Outcome out) {
+    if (p.algorithm() instanceof Algorithm.SlidingLog sl) {
+      new SlidingLogState().peek(sl, now, out);
+    } else {
+      ReferenceModel.peek(p.algorithm(), new long[ReferenceModel.STATE_SIZE], now, out);
+    }
+  }
+
+  @Override public Refund refund(Ticket ticket) {
+    return refundAt(ticket, ticker.nowMicros());
+  }
+
+  @Override public Refund refundAt(Ticket ticket, long now) {
+    Refund r;
+    try {
+      r = doRefund(ticket, now);
+    } catch (RuntimeException e) {
+      r = Refund.FAILED;
+    }
+    if (listening && ticket != null) {
+      listener.onRefund(ticket.policy(), r);
+    }
+    return r;
+  }
+
+  private Refund doRefund(Ticket ticket, long now) {
+    if (ticket == null || now <= 0 || !ticket.spend()) {
+      return Refund.NO_EFFECT;
+    }
+    Policy p = ticket.policy();
+    Table t = tables.get(p);
+    Object e = t == null ? null : t.map.get(ticket.key());
+    if (e == null) {
+      return Refund.NO_EFFECT; // reclaimed: its window ended long ago
+    }
+    long[] w = words(e);
+    if (!lock(w)) {
+      return Refund.NO_EFFECT;
+    }
+    Outcome out = new Outcome();
+    try {
+      if (e instanceof LogEntry log) {
+        Algorithm.SlidingLog sl = (Algorithm.SlidingLog) p.algorithm();
+        log.log.refund(sl, now, ticket.permits(), ticket.stamp(), out);
+        w[EXPIRES] = log.log.expiresAt(sl);
+      } else {
+        ReferenceModel.refund(p.algorithm(), w, now, ticket.permits(), ticket.stamp(), out);
+        if (out.wrote()) {
+          w[EXPIRES] = ReferenceModel.expiresAt(p.algorithm(), w);
+        }
+      }
+      if (out.wrote()) {
+        lowerEarliest(w[EXPIRES]);
+      }
+    } finally {
+      unlock(w);
+    }
+    return out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
+  }
+
+  @Override public void reset(String key, Policy p) {
+    Checks.key(key, maxKeyLength);
+    Table t = tables.get(p);
+    if (t == null) {
+      return;
+    }
+    Object e = t.map.get(key);
+    if (e != null) {
+      long[] w = words(e);
+      if (lock(w)) {
+        kill(t, key, e, w);
+      }
+    }
+  }
+
+  /**
+   * Removes every entry whose state no longer matters at {@code now}. Runs when a check passes the
+   * aimed time, or when an untracked key finds the table full; {@code force} skips the 50 ms floor
+   * (tests only).
+   */
+  void reclaim(long now, boolean force) {
+    if (!force && (now < nextScanAt || now < lastScanAt + RECLAIM_FLOOR_MICROS)) {
+      return;
+    }
+    if (!scanning.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      long earliest = Long.MAX_VALUE;
+      earliestExpiry.set(Long.MAX_VALUE);
+      for (Table t : tables.values()) {
+        for (Map.Entry<String, Object> me : t.map.entrySet()) {
+          Object e = me.getValue();
+          long[] w = words(e);
+          long exp = (long) WORD.getOpaque(w, EXPIRES);
+          if (exp <= now && lock(w)) {
+            if (w[EXPIRES] <= now) {
+              kill(t, me.getKey(), e, w);
+              continue;
+            }
+            exp = w[EXPIRES];
+            unlock(w);
+          }
+          earliest = Math.min(earliest, exp);
+        }
+      }
+      lowerEarliest(earliest);
+      scans.incrementAndGet();
+      lastScanAt = now;
+      nextScanAt = Math.max(earliestExpiry.get(), now + RECLAIM_FLOOR_MICROS);
+    } finally {
+      scanning.set(false);
+    }
+  }
+
+  /** Adds an entry for an untracked key; null when the table is full and nothing could be reclaimed. */
+  private Object insert(Table t, String key, long now) {
+    for (int attempt = 0; ; attempt++) {
+      if (size.incrementAndGet() > maxKeys) {
+        size.decrementAndGet();
+        if (attempt == 0 && now >= earliestExpiry.get()) {
+          reclaim(now, false);
+          continue;
+        }
+        return null;
+      }
+      Object fresh = t.policy.algorithm() instanceof Algorithm.SlidingLog ? new LogEntry() : new long[ENTRY_SIZE];
+      Object prior = t.map.putIfAbsent(key, fresh);
+      if (prior != null) {
+        size.decrementAndGet();
+        return prior;
+      }
+      // A fresh entry expires no earlier than "now": aim the next scan at it if it is the earliest.
+      long[] w = words(fresh);
+      w[EXPIRES] = now;
+      lowerEarliest(now + 1);
+      return fresh;
+    }
+  }
+
+  private void lowerEarliest(long at) {
+    long cur;
+    while (at < (cur = earliestExpiry.get())) {
+      if (earliestExpiry.compareAndSet(cur, at)) {
+        long aim = Math.max(at, lastScanAt + RECLAIM_FLOOR_MICROS);
+        if (aim < nextScanAt) {
+          nextScanAt = aim;
+        }
+        return;
+      }
+    }
+  }
+
+  /** Marks a locked entry dead and removes it. */
+  private void kill(Table t, String key, Object e, long[] w) {
+    WORD.setRelease(w, LOCK, DEAD);
+    if (t.map.remove(key, e)) {
+      size.decrementAndGet();
+    }
+  }
+
+  private Table table(Policy p) {
+    if (p == policy || p.equals(policy)) {
+      return defaultTable;
+    }
+    Checks.notNull("policy", p);
+    return tables.computeIfAbsent(p, Table::new);
+  }
+
+  private static long[] words(Object e) {
+    return e instanceof long[] w ? w : ((LogEntry) e).words;
+  }
+
+  /** Spins until the entry's lock is ours; false if the entry is dead. Held for a handful of instructions only. */
+  static boolean lock(long[] w) {
+    for (int spins = 0; ; spins++) {
+      long v = (long) WORD.getAcquire(w, LOCK);
+      if (v == DEAD) {
+        return false;
+      }
+      if (v == FREE && WORD.compareAndSet(w, LOCK, FREE, HELD)) {
+        return true;
+      }
+      if (spins < 64) {
+        Thread.onSpinWait();
+      } else {
+        Thread.yield();
+      }
+    }
+  }
+
+  static void unlock(long[] w) {
+    WORD.setRelease(w, LOCK, FREE);
+  }
+
+  private static final class Table {
+    final Policy policy;
+    final ConcurrentHashMap<String, Object> map = new ConcurrentHashMap<>();
+
+    Table(Policy policy) {
+      this.policy = policy;
+    }
+  }
+
+  private static final class LogEntry {
+    final long[] words = new long[ENTRY_SIZE];
+    final SlidingLogState log = new SlidingLogState();
+  }
+
+  /** Fails fast on a bad value; see {@link MemoryRateLimiter}'s javadoc for each setting. */
+  public static final class Builder {
+    private final Policy policy;
+    private Ticker ticker = Ticker.system();
+    private int maxKeys = DEFAULT_MAX_KEYS;
+    private int maxKeyLength = DEFAULT_MAX_KEY_LENGTH;
+    private RateLimitListener listener = RateLimitListener.NONE;
+    private boolean includeKeys;
+
+    private Builder(Policy policy) {
+      this.policy = Checks.notNull("policy", policy);
+    }
+
+    /** Most keys tracked at once, over all policies (default 10,000). */
+    public Builder maxKeys(int maxKeys) {
+      this.maxKeys = (int) Checks.positive("maxKeys", maxKeys);
+      return this;
+    }
+
+    /** Longest accepted key in UTF-16 code units (default 512). */
+    public Builder maxKeyLength(int maxKeyLength) {
+      this.maxKeyLength = (int) Checks.positive("maxKeyLength", maxKeyLength);
+      return this;
+    }
+
+    /** The clock (default {@link Ticker#system()}, monotonic). */
+    public Builder ticker(Ticker ticker) {
+      this.ticker = Checks.notNull("ticker", ticker);
+      return this;
+    }
+
+    /** A listener told about every decision and refund; keys are passed only if {@code includeKeys}. */
+    public Builder listener(RateLimitListener listener, boolean includeKeys) {
+      this.listener = Checks.notNull("listener", listener);
+      this.includeKeys = includeKeys;
+      return this;
+    }
+
+    public MemoryRateLimiter build() {
+      return new MemoryRateLimiter(this);
+    }
+  }
+}

@@ -1,0 +1,98 @@
+package dev.sluice;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sluice.memory.MemoryRateLimiter;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class DecisionAndFailureModeTest {
+  private final Policy p = Policy.fixedWindow("p", 5, Duration.ofSeconds(1));
+
+  @Test
+  void retryAfterIsZeroWhenAllowedAndAtLeastOneMillisecondWhenRefused() {
+    assertThat(Decision.allowed(p, 3, 0, null).retryAfter()).isZero();
+    assertThat(Decision.refused(p, Reason.LIMIT_EXCEEDED, 0, 0, 1).retryAfter()).isEqualTo(Duration.ofMillis(1));
+    assertThat(Decision.refused(p, Reason.LIMIT_EXCEEDED, 0, 0, 2_500_000).retryAfter()).isEqualTo(Duration.ofMillis(2500));
+    assertThat(Decision.refused(p, Reason.LIMIT_EXCEEDED, -4, 0, 0).remaining()).isZero();
+  }
+
+  @Test
+  void resetAtIsAnInstantOfEpochMicros() {
+    Decision d = Decision.allowed(p, 1, 1_700_000_000_123_456L, null);
+    assertThat(d.resetAt()).isEqualTo(Instant.parse("2023-11-14T22:13:20.123456Z"));
+  }
+
+  @Test
+  void closedRefusesWithTheReasonAndItsRetryAfter() {
+    Decision d = FailureMode.closed(Duration.ofMillis(250)).decide(p, "k", 1, Reason.TIMEOUT, null, 1_000_000);
+    assertThat(d.allowed()).isFalse();
+    assertThat(d.reason()).isEqualTo(Reason.TIMEOUT);
+    assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
+    assertThat(d.retryAfter()).isEqualTo(Duration.ofMillis(250));
+    assertThat(d.ticket()).isEmpty();
+    assertThatThrownBy(() -> FailureMode.closed(Duration.ZERO)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("closed retryAfter PT0S is under 1 ms; a refusal must ask for at least 1 ms");
+  }
+
+  @Test
+  void openAllowsWithoutATicketAndAlertsEvenWhenTheHookThrows() {
+    List<Reason> seen = new ArrayList<>();
+    FailureMode open = FailureMode.open((policy, reason, cause) -> {
+      seen.add(reason);
+      throw new IllegalStateException("hook bug");
+    });
+    Decision d = open.decide(p, "k", 1, Reason.STORE_UNAVAILABLE, new RuntimeException("down"), 1);
+    assertThat(d.allowed()).isTrue();
+    assertThat(d.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
+    assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
+    assertThat(d.ticket()).isEmpty();
+    assertThat(seen).containsExactly(Reason.STORE_UNAVAILABLE);
+  }
+
+  @Test
+  void corruptStateAndInvalidClockAlwaysFailClosed() {
+    FailureMode open = FailureMode.open((policy, reason, cause) -> {});
+    FailureMode fallback = FailureMode.fallback(MemoryRateLimiter.builder(p).build());
+    for (FailureMode m : List.of(open, fallback)) {
+      for (Reason r : List.of(Reason.CORRUPT_STATE, Reason.INVALID_CLOCK)) {
+        Decision d = m.decide(p, "k", 1, r, null, 1);
+        assertThat(d.allowed()).as("%s under %s", r, m).isFalse();
+        assertThat(d.reason()).isEqualTo(r);
+      }
+    }
+  }
+
+  @Test
+  void fallbackDecidesLocallyAndSaysSo() {
+    ManualTicker t = Ticker.manual(1_000_000);
+    FailureMode fallback = FailureMode.fallback(MemoryRateLimiter.builder(p).ticker(t).build());
+    for (int i = 0; i < 5; i++) {
+      Decision d = fallback.decide(p, "k", 1, Reason.STORE_UNAVAILABLE, null, 1);
+      assertThat(d.allowed()).isTrue();
+      assertThat(d.path()).isEqualTo(Path.FALLBACK);
+    }
+    assertThat(fallback.decide(p, "k", 1, Reason.STORE_UNAVAILABLE, null, 1).allowed()).isFalse();
+  }
+
+  @Test
+  void failureReasonsAreTellable() {
+    assertThat(Reason.LIMIT_EXCEEDED.isFailure()).isFalse();
+    assertThat(Reason.KEY_TABLE_FULL.isFailure()).isFalse();
+    assertThat(Reason.TIMEOUT.isFailure()).isTrue();
+    assertThat(Reason.CORRUPT_STATE.isFailure()).isTrue();
+  }
+
+  @Test
+  void systemTickerIsMonotonicAndNearTheWallClock() {
+    Ticker t = Ticker.system();
+    long a = t.nowMicros();
+    long b = t.nowMicros();
+    assertThat(b).isGreaterThanOrEqualTo(a);
+    assertThat(Math.abs(a / 1000 - System.currentTimeMillis())).isLessThan(5_000);
+  }
+}

@@ -1,0 +1,44 @@
+package dev.sluice;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.InputStream;
+import java.lang.module.ModuleDescriptor;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/** The core's public surface and its dependency-free promise, asserted. */
+class ModuleTest {
+  @Test
+  void exportsExactlyTheApiPackages() throws Exception {
+    ModuleDescriptor d;
+    try (InputStream in = Files.newInputStream(Path.of("target/classes/module-info.class"))) {
+      d = ModuleDescriptor.read(in);
+    }
+    Set<String> unqualified = new TreeSet<>();
+    Set<String> qualified = new TreeSet<>();
+    for (ModuleDescriptor.Exports e : d.exports()) {
+      (e.isQualified() ? qualified : unqualified).add(e.source());
+    }
+    assertThat(d.name()).isEqualTo("dev.sluice.core");
+    assertThat(unqualified).isSubsetOf("dev.sluice", "dev.sluice.model", "dev.sluice.memory", "dev.sluice.spi",
+        "dev.sluice.store", "dev.sluice.compose", "dev.sluice.guard");
+    assertThat(unqualified).contains("dev.sluice", "dev.sluice.model", "dev.sluice.memory");
+    assertThat(qualified).containsExactly("dev.sluice.internal");
+    assertThat(d.requires()).allMatch(r -> r.name().equals("java.base"), "the core requires nothing but java.base");
+  }
+
+  @Test
+  void thePomHasNoRuntimeDependency() throws Exception {
+    String pom = Files.readString(Path.of("pom.xml"));
+    Matcher m = Pattern.compile("<dependency>(.*?)</dependency>", Pattern.DOTALL).matcher(pom);
+    while (m.find()) {
+      assertThat(m.group(1)).as("every core dependency is test-scoped").contains("<scope>test</scope>");
+    }
+  }
+}

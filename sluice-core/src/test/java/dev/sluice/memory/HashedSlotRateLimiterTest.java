@@ -1,0 +1,93 @@
+package dev.sluice.memory;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sluice.ManualTicker;
+import dev.sluice.Policy;
+import dev.sluice.Ticker;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+class HashedSlotRateLimiterTest {
+  private static final long T0 = 1_700_000_000_000_000L;
+  private final Policy p = Policy.fixedWindow("p", 3, Duration.ofMinutes(1));
+
+  @Test
+  void collidingKeysShareABudgetAndNothingIsEvicted() {
+    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 1, Ticker.manual(T0));
+    assertThat(l.tryAcquire("a", 2).allowed()).isTrue();
+    assertThat(l.tryAcquire("b").allowed()).isTrue();
+    assertThat(l.tryAcquire("c").allowed()).isFalse();
+  }
+
+  @Test
+  void aMillionKeysOccupyAtMostTheSlots() {
+    ManualTicker t = Ticker.manual(T0);
+    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 1024, t);
+    Set<Integer> used = new HashSet<>();
+    for (int i = 0; i < 1_000_000; i++) {
+      l.tryAcquire("k" + i);
+      used.add(l.slotOf("k" + i));
+    }
+    assertThat(used).hasSize(1024);
+    assertThat(l.occupiedSlots()).isEqualTo(1024);
+  }
+
+  @Test
+  void seedsDifferPerInstance() {
+    HashedSlotRateLimiter a = HashedSlotRateLimiter.of(p, 1 << 20);
+    HashedSlotRateLimiter b = HashedSlotRateLimiter.of(p, 1 << 20);
+    int same = 0;
+    for (int i = 0; i < 100; i++) {
+      if (a.slotOf("k" + i) == b.slotOf("k" + i)) {
+        same++;
+      }
+    }
+    assertThat(same).isLessThan(5);
+  }
+
+  @Test
+  void aCallWithoutAKeyUsesOneSharedDefaultSlotThatIsThrottled() {
+    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 16, Ticker.manual(T0));
+    assertThat(l.slotOf(null)).isEqualTo(16);
+    assertThat(l.tryAcquire(null, 3).allowed()).isTrue();
+    assertThat(l.tryAcquire(null).allowed()).isFalse();
+    assertThat(l.tryAcquire("someone").allowed()).isTrue();
+  }
+
+  @Test
+  void resetClearsTheBudgetButKeepsTheSlot() {
+    ManualTicker t = Ticker.manual(T0);
+    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 8, t);
+    l.tryAcquire("a", 3);
+    assertThat(l.occupiedSlots()).isEqualTo(1);
+    l.reset("a");
+    assertThat(l.occupiedSlots()).isZero();
+    assertThat(l.tryAcquire("a", 3).allowed()).isTrue();
+    assertThat(l.slots()).isEqualTo(8);
+  }
+
+  @Test
+  void refundsAndOverridesWork() {
+    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 8, Ticker.manual(T0));
+    var d = l.tryAcquire("a", 3);
+    assertThat(l.tryAcquire("a").allowed()).isFalse();
+    l.refund(d.ticket().orElseThrow());
+    assertThat(l.tryAcquire("a").allowed()).isTrue();
+    Policy tight = Policy.fixedWindow("tight", 1, Duration.ofMinutes(1));
+    assertThat(l.tryAcquire("a", 1, tight).allowed()).isTrue();
+    assertThat(l.tryAcquire("a", 1, tight).allowed()).isFalse();
+  }
+
+  @Test
+  void theSlidingLogCannotLiveInAFixedSlot() {
+    assertThatThrownBy(() -> HashedSlotRateLimiter.of(Policy.slidingLog("log", 3, Duration.ofSeconds(1)), 8))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("policy 'log' uses the sliding log, whose state grows with its limit; hashed slots hold fixed-size state: use another algorithm or MemoryRateLimiter");
+    assertThatThrownBy(() -> HashedSlotRateLimiter.of(p, 0)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("slots 0 is not positive; it must be at least 1");
+  }
+}

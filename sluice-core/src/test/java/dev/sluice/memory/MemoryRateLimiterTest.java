@@ -1,0 +1,154 @@
+package dev.sluice.memory;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sluice.Decision;
+import dev.sluice.ManualTicker;
+import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
+import dev.sluice.Reason;
+import dev.sluice.Refund;
+import dev.sluice.Ticker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class MemoryRateLimiterTest {
+  private static final long T0 = 1_700_000_000_000_000L;
+  private static final Duration MINUTE = Duration.ofMinutes(1);
+
+  /**
+   * The spray: 1,000,000 unique keys against a full 10,000-key table. The table never grows past
+   * its cap, tracked keys keep their counts, untracked keys are refused with a retryAfter, and
+   * capacity returns within 50 ms of the entries expiring.
+   */
+  @Test
+  void aSprayOfAMillionUniqueKeysNeitherGrowsTheTableNorResetsAnybody() {
+    ManualTicker t = Ticker.manual(T0);
+    Policy p = Policy.fixedWindow("login", 5, MINUTE);
+    MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).build();
+    for (int i = 0; i < 10_000; i++) {
+      assertThat(l.tryAcquire("tracked-" + i, 2).allowed()).isTrue();
+    }
+    assertThat(l.trackedKeys()).isEqualTo(10_000);
+
+    long refusedWithRetry = 0;
+    for (int i = 0; i < 1_000_000; i++) {
+      Decision d = l.tryAcquire("spray-" + i);
+      assertThat(d.allowed()).isFalse();
+      if (d.reason() == Reason.KEY_TABLE_FULL && d.retryAfterMicros() > 0) {
+        refusedWithRetry++;
+      }
+      if (i % 1000 == 0) {
+        assertThat(l.trackedKeys()).isLessThanOrEqualTo(10_000);
+        t.advanceMicros(50); // the spray takes 50 s of fake time, all inside the tracked windows
+      }
+    }
+    assertThat(refusedWithRetry).isEqualTo(1_000_000);
+    Decision full = l.tryAcquire("one-more");
+    assertThat(full.retryAfter()).isBetween(Duration.ofSeconds(9), MINUTE);
+    // Tracked keys kept their counts: 3 left each, the spray reset nobody.
+    for (int i = 0; i < 10_000; i += 97) {
+      assertThat(l.peek("tracked-" + i).remaining()).isEqualTo(3);
+    }
+
+    // The tracked windows end at T0 + 1 min; within 50 ms of that a new key gets in.
+    t.set(T0 + MINUTE.toNanos() / 1000);
+    l.tryAcquire("probe-at-expiry"); // may run the scan or be inside the floor
+    t.advance(Duration.ofMillis(50));
+    assertThat(l.tryAcquire("after-expiry").allowed()).isTrue();
+    assertThat(l.trackedKeys()).isLessThanOrEqualTo(2);
+  }
+
+  @Test
+  void reclaimScansAreAimedAtTheEarliestExpiryAndNeverCloserThan50Ms() {
+    ManualTicker t = Ticker.manual(T0);
+    Policy p = Policy.fixedWindow("p", 1, Duration.ofMillis(10));
+    MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).maxKeys(100).build();
+    for (int i = 0; i < 100; i++) {
+      l.tryAcquire("k" + i);
+    }
+    long before = l.reclaimScans();
+    // Checks before the earliest expiry never scan.
+    for (int i = 0; i < 1000; i++) {
+      l.tryAcquire("k0");
+    }
+    assertThat(l.reclaimScans()).isEqualTo(before);
+    // Past it, scans run at most once per 50 ms however many checks arrive.
+    for (int ms = 0; ms < 500; ms++) {
+      t.advance(Duration.ofMillis(1));
+      for (int i = 0; i < 20; i++) {
+        l.tryAcquire("k" + (i * 7 + ms) % 100);
+      }
+    }
+    assertThat(l.reclaimScans() - before).isBetween(1L, 11L);
+  }
+
+  @Test
+  void keysOverTheCapAreRefusedAndTheCapIsConfigurable() {
+    Policy p = Policy.fixedWindow("p", 1, MINUTE);
+    MemoryRateLimiter l = MemoryRateLimiter.builder(p).maxKeyLength(4).build();
+    assertThat(l.tryAcquire("abcd").allowed()).isTrue();
+    assertThatThrownBy(() -> l.tryAcquire("abcde")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("key \"abcde\" is 5 UTF-16 code units long; the memory tier accepts at most 4 (maxKeyLength): shorten or hash the key, or raise maxKeyLength");
+    assertThatThrownBy(() -> l.tryAcquire("\uD83D\uDE00\uD83D\uDE00x")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("is 5 UTF-16 code units long");
+    assertThatThrownBy(() -> MemoryRateLimiter.builder(p).maxKeys(0)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("maxKeys 0 is not positive; it must be at least 1");
+    assertThatThrownBy(() -> MemoryRateLimiter.builder(null)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("policy is null");
+  }
+
+  @Test
+  void aThrowingListenerNeverBreaksADecisionAndKeysAreOptIn() {
+    Policy p = Policy.fixedWindow("p", 1, MINUTE);
+    List<String> keys = new ArrayList<>();
+    List<Refund> refunds = new ArrayList<>();
+    RateLimitListener listener = new RateLimitListener() {
+      @Override public void onDecision(Decision decision, String key) {
+        keys.add(key);
+        throw new IllegalStateException("listener bug");
+      }
+
+      @Override public void onRefund(Policy policy, Refund result) {
+        refunds.add(result);
+      }
+    };
+    MemoryRateLimiter anonymous = MemoryRateLimiter.builder(p).listener(listener, false).build();
+    Decision d = anonymous.tryAcquire("user-1");
+    assertThat(d.allowed()).isTrue();
+    assertThat(anonymous.tryAcquire("user-1").allowed()).isFalse();
+    anonymous.refund(d.ticket().orElseThrow());
+    MemoryRateLimiter named = MemoryRateLimiter.builder(p).listener(listener, true).build();
+    named.tryAcquire("user-2");
+    assertThat(keys).containsExactly(null, null, "user-2");
+    assertThat(refunds).containsExactly(Refund.APPLIED);
+  }
+
+  @Test
+  void resetAndReclaimFreeTheirSlotsInTheTable() {
+    ManualTicker t = Ticker.manual(T0);
+    Policy p = Policy.tokenBucket("p", 2, 1, Duration.ofSeconds(1));
+    MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).maxKeys(2).build();
+    l.tryAcquire("a");
+    l.tryAcquire("b");
+    assertThat(l.tryAcquire("c").reason()).isEqualTo(Reason.KEY_TABLE_FULL);
+    l.reset("a");
+    assertThat(l.trackedKeys()).isEqualTo(1);
+    assertThat(l.tryAcquire("c").allowed()).isTrue();
+    // A token bucket's state stops mattering once it is full again: 1 s for one token here.
+    t.advance(Duration.ofSeconds(1));
+    assertThat(l.tryAcquire("d").allowed()).isTrue();
+  }
+
+  @Test
+  void aClockAtOrBeforeTheEpochIsInvalid() {
+    ManualTicker t = Ticker.manual(0);
+    MemoryRateLimiter l = MemoryRateLimiter.builder(Policy.fixedWindow("p", 1, MINUTE)).ticker(t).build();
+    Decision d = l.tryAcquire("k");
+    assertThat(d.allowed()).isFalse();
+    assertThat(d.reason()).isEqualTo(Reason.INVALID_CLOCK);
+  }
+}

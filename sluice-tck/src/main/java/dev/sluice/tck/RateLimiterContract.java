@@ -1,0 +1,516 @@
+package dev.sluice.tck;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Decision;
+import dev.sluice.ManualTicker;
+import dev.sluice.Path;
+import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Reason;
+import dev.sluice.Refund;
+import dev.sluice.Ticker;
+import dev.sluice.Ticket;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalInt;
+import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.function.Function;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The conformance kit every backend runs. A backend subclasses this in its tests and supplies only
+ * {@link #newLimiter(Policy, Ticker)}; the kit checks that the backend decides exactly as the
+ * reference model does, that it admits exactly the limit under 16 threads, that refunds and tickets
+ * behave, that bad input is refused with the exact messages, and that keys and policies are
+ * independent.
+ *
+ * <p>Every test builds its policies with fresh random names, so shared stores need no flushing
+ * between tests or runs.
+ */
+public abstract class RateLimiterContract {
+
+  /** Start of the kit's clock: an epoch-microsecond instant in 2024 plus a random offset. */
+  private static final long EPOCH_2024 = 1_704_067_200_000_000L;
+
+  private final List<RateLimiter> created = new ArrayList<>();
+
+  /**
+   * A fresh limiter whose default policy is {@code policy} and whose time comes from {@code ticker}.
+   * Shared stores must read this ticker rather than the server's clock.
+   */
+  protected abstract RateLimiter newLimiter(Policy policy, Ticker ticker);
+
+  /** Whether this backend implements {@code algorithm}; the others' tests are skipped. */
+  protected boolean supports(Algorithm algorithm) {
+    return true;
+  }
+
+  /** The backend's key-length cap, if it has one (the memory tier does; hashed stores do not). */
+  protected OptionalInt maxKeyLength() {
+    return OptionalInt.empty();
+  }
+
+  /** Events per replayed trace. */
+  protected int traceLength() {
+    return 10_000;
+  }
+
+  /** Releases a limiter after a test; closes it when it is {@link AutoCloseable}. */
+  protected void release(RateLimiter limiter) throws Exception {
+    if (limiter instanceof AutoCloseable c) {
+      c.close();
+    }
+  }
+
+  @AfterEach
+  final void releaseAll() throws Exception {
+    for (RateLimiter l : created) {
+      release(l);
+    }
+    created.clear();
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Policies: one template per algorithm, small numbers so traces saturate and roll often.
+  // ------------------------------------------------------------------------------------------
+
+  /** Algorithm templates the parameterized tests run over. */
+  public static Stream<String> algorithms() {
+    return Stream.of("fixed-window", "sliding-window", "token-bucket", "gcra", "sliding-log");
+  }
+
+  /** A policy of the given algorithm with a fresh random name and the kit's standard numbers. */
+  protected static Policy policy(String algorithm, long limit) {
+    String name = "tck-" + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffffL) + "-" + algorithm;
+    Duration w = Duration.ofSeconds(1);
+    return switch (algorithm) {
+      case "fixed-window" -> Policy.fixedWindow(name, limit, w);
+      case "sliding-window" -> Policy.slidingWindow(name, limit, w);
+      case "token-bucket" -> Policy.tokenBucket(name, limit, Math.max(1, limit / 3), w);
+      case "gcra" -> Policy.gcra(name, Math.max(1, limit / 2), w, limit);
+      case "sliding-log" -> Policy.slidingLog(name, limit, w);
+      default -> throw new IllegalArgumentException(algorithm);
+    };
+  }
+
+  private static long windowMicros(Policy p) {
+    Algorithm a = p.algorithm();
+    if (a instanceof Algorithm.FixedWindow f) return f.windowMicros();
+    if (a instanceof Algorithm.SlidingWindow s) return s.windowMicros();
+    if (a instanceof Algorithm.TokenBucket t) return t.refillPeriodMicros();
+    if (a instanceof Algorithm.Gcra g) return g.periodMicros();
+    return ((Algorithm.SlidingLog) a).windowMicros();
+  }
+
+  protected final ManualTicker newTicker() {
+    return Ticker.manual(EPOCH_2024 + ThreadLocalRandom.current().nextLong(1_000_000_000_000L));
+  }
+
+  private RateLimiter limiter(Policy p, Ticker t) {
+    assumeTrue(supports(p.algorithm()), "backend does not implement " + p.algorithm().id());
+    RateLimiter l = newLimiter(p, t);
+    created.add(l);
+    return l;
+  }
+
+  private static String alg(String algorithm) {
+    return algorithm;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Trace replay against the reference model.
+  // ------------------------------------------------------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void replaysSeededTracesExactlyAsTheReferenceModel(String algorithm) {
+    for (long seed : new long[] {1L, 0x5eedL}) {
+      replay(algorithm, seed);
+    }
+  }
+
+  private void replay(String algorithm, long seed) {
+    SplittableRandom rnd = new SplittableRandom(seed ^ algorithm.hashCode());
+    Policy main = policy(alg(algorithm), 5 + rnd.nextInt(8));
+    Policy other = policy(alg(algorithm), 3 + rnd.nextInt(4));
+    ManualTicker ticker = newTicker();
+    RateLimiter backend = limiter(main, ticker);
+    ReferenceLimiter model = new ReferenceLimiter();
+    String[] keys = {"alice", "bob", "carol dan", "\uD83D\uDE00 emoji", "k:" + seed};
+    long w = windowMicros(main);
+    List<Ticket[]> tickets = new ArrayList<>();
+
+    for (int i = 0; i < traceLength(); i++) {
+      long now = ticker.nowMicros();
+      String key = keys[rnd.nextInt(keys.length)];
+      Policy p = rnd.nextInt(5) == 0 ? other : main;
+      int op = rnd.nextInt(100);
+      String where = "seed " + seed + ", event " + i + ", t=" + now + ", key '" + key + "', policy " + p;
+      if (op < 70) {
+        long permits = rnd.nextInt(4) == 0 ? 1 + rnd.nextInt((int) p.limit()) : 1;
+        Decision got = backend.tryAcquire(key, permits, p);
+        Decision want = model.acquire(p, key, permits, now);
+        assertThat(got).as("acquire %d: %s", permits, where).isEqualTo(want);
+        assertThat(got.ticket().isPresent()).as("ticket presence: %s", where).isEqualTo(want.ticket().isPresent());
+        if (got.allowed()) {
+          assertThat(got.ticket().get().permits()).isEqualTo(permits);
+          tickets.add(new Ticket[] {got.ticket().get(), want.ticket().get()});
+        }
+      } else if (op < 82) {
+        Decision got = backend.peek(key, p);
+        Decision want = model.peek(p, key, now);
+        assertThat(got).as("peek: %s", where).isEqualTo(want);
+      } else if (op < 95) {
+        if (!tickets.isEmpty()) {
+          Ticket[] t = tickets.remove(rnd.nextInt(tickets.size()));
+          Refund got = backend.refund(t[0]);
+          Refund want = model.refund(t[1], now);
+          assertThat(got).as("refund of %s: %s", t[1], where).isEqualTo(want);
+        }
+      } else if (op < 97) {
+        backend.reset(key, p);
+        model.reset(p, key);
+      } else {
+        // A jump across window boundaries: exactly onto one, one microsecond either side, or beyond.
+        long boundary = w - Math.floorMod(now, w);
+        long[] jumps = {boundary, boundary - 1, boundary + 1, w, 2 * w + 1, 3 * w + rnd.nextLong(w)};
+        ticker.advanceMicros(jumps[rnd.nextInt(jumps.length)]);
+        continue;
+      }
+      int g = rnd.nextInt(10);
+      long gap = g < 4 ? 0 : g < 8 ? rnd.nextLong(w / 20 + 1) : rnd.nextLong(w + 1);
+      ticker.advanceMicros(gap);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Concurrency: 16 threads admit exactly the limit, never more.
+  // ------------------------------------------------------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void sixteenThreadsOnOneHotKeyAdmitExactlyTheLimit(String algorithm) throws Exception {
+    long limit = 200;
+    Policy p = policy(alg(algorithm), limit);
+    RateLimiter l = limiter(p, newTicker());
+    long admitted = hammer(16, 25, i -> l.tryAcquire("hot").allowed());
+    assertThat(admitted).isEqualTo(limit);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void sixteenThreadsOnManyKeysAdmitExactlyTheLimitPerKey(String algorithm) throws Exception {
+    int keys = 20;
+    long limit = 10;
+    Policy p = policy(alg(algorithm), limit);
+    RateLimiter l = limiter(p, newTicker());
+    AtomicLongArray perKey = new AtomicLongArray(keys);
+    hammer(16, 20, i -> {
+      int k = i % keys;
+      boolean ok = l.tryAcquire("many-" + k).allowed();
+      if (ok) {
+        perKey.incrementAndGet(k);
+      }
+      return ok;
+    });
+    for (int k = 0; k < keys; k++) {
+      assertThat(perKey.get(k)).as("key many-%d", k).isEqualTo(limit);
+    }
+  }
+
+  /** Runs {@code perThread} calls on each of {@code threads} threads released together; counts trues. */
+  protected static long hammer(int threads, int perThread, Function<Integer, Boolean> call) throws Exception {
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      CountDownLatch start = new CountDownLatch(1);
+      AtomicLong admitted = new AtomicLong();
+      List<Future<?>> fs = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        int base = t * perThread;
+        fs.add(pool.submit(() -> {
+          start.await();
+          for (int i = 0; i < perThread; i++) {
+            if (call.apply(base + i)) {
+              admitted.incrementAndGet();
+            }
+          }
+          return null;
+        }));
+      }
+      start.countDown();
+      for (Future<?> f : fs) {
+        f.get(120, TimeUnit.SECONDS);
+      }
+      return admitted.get();
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Tickets and refunds.
+  // ------------------------------------------------------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void refundAfterSaturationAdmitsExactlyOneMore(String algorithm) {
+    Policy p = policy(alg(algorithm), 4);
+    RateLimiter l = limiter(p, newTicker());
+    Ticket first = l.tryAcquire("k").ticket().orElseThrow();
+    for (int i = 1; i < 4; i++) {
+      assertThat(l.tryAcquire("k").allowed()).isTrue();
+    }
+    Decision refused = l.tryAcquire("k");
+    assertThat(refused.allowed()).isFalse();
+    assertThat(refused.reason()).isEqualTo(Reason.LIMIT_EXCEEDED);
+    assertThat(refused.ticket()).isEmpty();
+    assertThat(refused.retryAfter()).isGreaterThanOrEqualTo(Duration.ofMillis(1));
+
+    assertThat(l.refund(first)).isEqualTo(Refund.APPLIED);
+    assertThat(l.tryAcquire("k").allowed()).isTrue();
+    assertThat(l.tryAcquire("k").allowed()).isFalse();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void aTicketRefundsOnce(String algorithm) {
+    Policy p = policy(alg(algorithm), 4);
+    RateLimiter l = limiter(p, newTicker());
+    l.tryAcquire("k");
+    Ticket t = l.tryAcquire("k").ticket().orElseThrow();
+    assertThat(l.refund(t)).isEqualTo(Refund.APPLIED);
+    assertThat(l.refund(t)).isEqualTo(Refund.NO_EFFECT);
+    assertThat(l.peek("k").remaining()).isEqualTo(3);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("windowAlgorithms")
+  void refundAfterTheWindowRolledDoesNothing(String algorithm) {
+    Policy p = policy(alg(algorithm), 3);
+    ManualTicker ticker = newTicker();
+    RateLimiter l = limiter(p, ticker);
+    Ticket t = l.tryAcquire("k", 3).ticket().orElseThrow();
+    ticker.advanceMicros(windowMicros(p) * 3);
+    Decision before = l.peek("k");
+    assertThat(l.refund(t)).isEqualTo(Refund.NO_EFFECT);
+    assertThat(l.peek("k")).isEqualTo(before);
+  }
+
+  public static Stream<String> windowAlgorithms() {
+    return Stream.of("fixed-window", "sliding-window", "sliding-log");
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void refundInTheSameWindowRestoresRemaining(String algorithm) {
+    Policy p = policy(alg(algorithm), 5);
+    RateLimiter l = limiter(p, newTicker());
+    Decision d = l.tryAcquire("k", 2);
+    assertThat(d.remaining()).isEqualTo(3);
+    assertThat(l.refund(d.ticket().orElseThrow())).isEqualTo(Refund.APPLIED);
+    assertThat(l.peek("k").remaining()).isEqualTo(5);
+  }
+
+  @Test
+  void refundNeverThrows() {
+    Policy p = policy("fixed-window", 3);
+    RateLimiter l = limiter(p, newTicker());
+    assertThat(l.refund(null)).isEqualTo(Refund.NO_EFFECT);
+    Ticket foreign = new Ticket(policy("fixed-window", 3), "nobody", 1, 42);
+    assertThat(l.refund(foreign)).isIn(Refund.NO_EFFECT, Refund.FAILED);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Decisions at the edges.
+  // ------------------------------------------------------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void saturatedRefusalsChangeNothing(String algorithm) {
+    Policy p = policy(alg(algorithm), 3);
+    RateLimiter l = limiter(p, newTicker());
+    l.tryAcquire("k", 3);
+    Decision first = l.tryAcquire("k");
+    for (int i = 0; i < 20; i++) {
+      assertThat(l.tryAcquire("k")).isEqualTo(first);
+    }
+    assertThat(first.allowed()).isFalse();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void aRefusedRequestFitsAfterItsRetryAfter(String algorithm) {
+    Policy p = policy(alg(algorithm), 6);
+    ManualTicker ticker = newTicker();
+    RateLimiter l = limiter(p, ticker);
+    l.tryAcquire("k", 5);
+    Decision refused = l.tryAcquire("k", 3);
+    assertThat(refused.allowed()).isFalse();
+    ticker.advanceMicros(refused.retryAfterMicros());
+    assertThat(l.tryAcquire("k", 3).allowed()).isTrue();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void peekChargesNothing(String algorithm) {
+    Policy p = policy(alg(algorithm), 2);
+    RateLimiter l = limiter(p, newTicker());
+    for (int i = 0; i < 10; i++) {
+      Decision d = l.peek("k");
+      assertThat(d.allowed()).isTrue();
+      assertThat(d.remaining()).isEqualTo(2);
+      assertThat(d.ticket()).isEmpty();
+    }
+    assertThat(l.tryAcquire("k", 2).allowed()).isTrue();
+    Decision after = l.peek("k");
+    assertThat(after.allowed()).isFalse();
+    assertThat(after.remaining()).isZero();
+  }
+
+  @Test
+  void decisionsCarryThePolicyAndLimit() {
+    Policy p = policy("fixed-window", 7);
+    RateLimiter l = limiter(p, newTicker());
+    Decision d = l.tryAcquire("k");
+    assertThat(d.policy()).isEqualTo(p);
+    assertThat(d.limit()).isEqualTo(7);
+    assertThat(d.remaining()).isEqualTo(6);
+    assertThat(d.path()).isEqualTo(Path.PRIMARY);
+    assertThat(d.retryAfter()).isZero();
+  }
+
+  @Test
+  void resetForgetsTheKey() {
+    Policy p = policy("fixed-window", 2);
+    RateLimiter l = limiter(p, newTicker());
+    l.tryAcquire("k", 2);
+    assertThat(l.tryAcquire("k").allowed()).isFalse();
+    l.reset("k");
+    assertThat(l.tryAcquire("k").remaining()).isEqualTo(1);
+  }
+
+  @Test
+  void asyncDecidesLikeSync() throws Exception {
+    Policy p = policy("fixed-window", 2);
+    RateLimiter l = limiter(p, newTicker());
+    assertThat(l.tryAcquireAsync("k", 2).toCompletableFuture().get(30, TimeUnit.SECONDS).allowed()).isTrue();
+    Decision d = l.tryAcquireAsync("k", 1).toCompletableFuture().get(30, TimeUnit.SECONDS);
+    assertThat(d.allowed()).isFalse();
+    assertThat(d.reason()).isEqualTo(Reason.LIMIT_EXCEEDED);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Independence.
+  // ------------------------------------------------------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void keysAreIndependent(String algorithm) {
+    Policy p = policy(alg(algorithm), 2);
+    RateLimiter l = limiter(p, newTicker());
+    assertThat(l.tryAcquire("a", 2).allowed()).isTrue();
+    assertThat(l.tryAcquire("a").allowed()).isFalse();
+    assertThat(l.tryAcquire("b").allowed()).isTrue();
+    // Whitespace is part of the key.
+    assertThat(l.tryAcquire("a ").allowed()).isTrue();
+    assertThat(l.tryAcquire(" a").allowed()).isTrue();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void policiesAreIndependentAndOverridesUseTheirOwnBudget(String algorithm) {
+    Policy p = policy(alg(algorithm), 3);
+    Policy tight = policy(alg(algorithm), 1);
+    RateLimiter l = limiter(p, newTicker());
+    assertThat(l.tryAcquire("k", 1, tight).allowed()).isTrue();
+    Decision second = l.tryAcquire("k", 1, tight);
+    assertThat(second.allowed()).isFalse();
+    assertThat(second.policy()).isEqualTo(tight);
+    assertThat(second.limit()).isEqualTo(1);
+    assertThat(l.tryAcquire("k", 3).allowed()).isTrue();
+    assertThat(l.peek("k", tight).allowed()).isFalse();
+  }
+
+  @Test
+  void theSameNumbersUnderAnotherNameAreAnotherBudget() {
+    Policy a = policy("fixed-window", 1);
+    Policy b = a.withName(a.name() + "-b");
+    RateLimiter l = limiter(a, newTicker());
+    assertThat(l.tryAcquire("k").allowed()).isTrue();
+    assertThat(l.tryAcquire("k").allowed()).isFalse();
+    assertThat(l.tryAcquire("k", 1, b).allowed()).isTrue();
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Bad input: the exact messages of dev.sluice.internal.Checks.
+  // ------------------------------------------------------------------------------------------
+
+  @Test
+  void badKeysAreRefusedWithExactMessages() {
+    Policy p = policy("fixed-window", 3);
+    RateLimiter l = limiter(p, newTicker());
+    assertThatThrownBy(() -> l.tryAcquire(null)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("key is null; a key must be a non-blank string");
+    assertThatThrownBy(() -> l.tryAcquire("")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("key is empty; a key must be a non-blank string");
+    assertThatThrownBy(() -> l.tryAcquire(" \t ")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("key \" \\u0009 \" is blank; a key must contain a non-whitespace character (whitespace inside a key is kept)");
+    assertThatThrownBy(() -> l.tryAcquire("ab\uD800c")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("key \"ab\\ud800c\" has an unpaired UTF-16 surrogate at index 2; a key must be well-formed Unicode so that distinct keys hash to distinct ids");
+    assertThatThrownBy(() -> l.tryAcquire("x\uDC00")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("unpaired UTF-16 surrogate at index 1");
+    assertThatThrownBy(() -> l.peek(null)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> l.tryAcquireAsync("", 1)).isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void badPermitsAreRefusedWithExactMessages() {
+    Policy p = policy("fixed-window", 3);
+    RateLimiter l = limiter(p, newTicker());
+    assertThatThrownBy(() -> l.tryAcquire("k", 0)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("permits 0 is below 1; ask for at least one permit");
+    assertThatThrownBy(() -> l.tryAcquire("k", -5)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("permits -5 is below 1; ask for at least one permit");
+    assertThatThrownBy(() -> l.tryAcquire("k", 4)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("permits 4 exceeds 3, the most policy '" + p.name() + "' can ever grant at once; such a request could never be allowed");
+    assertThat(l.tryAcquire("k", 3).allowed()).as("nothing was charged by the bad calls").isTrue();
+  }
+
+  @Test
+  void keysOverTheLengthCapAreRefused() {
+    OptionalInt cap = maxKeyLength();
+    Policy p = policy("fixed-window", 3);
+    RateLimiter l = limiter(p, newTicker());
+    if (cap.isEmpty()) {
+      assertThat(l.tryAcquire("k".repeat(4096)).allowed()).as("hashed stores accept long keys").isTrue();
+      return;
+    }
+    int n = cap.getAsInt();
+    assertThat(l.tryAcquire("k".repeat(n)).allowed()).isTrue();
+    assertThatThrownBy(() -> l.tryAcquire("k".repeat(n + 1))).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("key \"kkkk")
+        .hasMessageEndingWith("...(" + (n + 1) + " chars) is " + (n + 1)
+            + " UTF-16 code units long; the memory tier accepts at most " + n
+            + " (maxKeyLength): shorten or hash the key, or raise maxKeyLength");
+    // An emoji counts two code units.
+    String emoji = "\uD83D\uDE00".repeat(n / 2) + "x";
+    assertThatThrownBy(() -> l.tryAcquire(emoji)).isInstanceOf(IllegalArgumentException.class);
+  }
+}

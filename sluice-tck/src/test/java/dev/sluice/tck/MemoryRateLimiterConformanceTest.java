@@ -1,0 +1,18 @@
+package dev.sluice.tck;
+
+import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Ticker;
+import dev.sluice.memory.MemoryRateLimiter;
+import java.util.OptionalInt;
+
+/** The memory tier runs the whole kit. */
+class MemoryRateLimiterConformanceTest extends RateLimiterContract {
+  @Override protected RateLimiter newLimiter(Policy policy, Ticker ticker) {
+    return MemoryRateLimiter.builder(policy).ticker(ticker).build();
+  }
+
+  @Override protected OptionalInt maxKeyLength() {
+    return OptionalInt.of(MemoryRateLimiter.DEFAULT_MAX_KEY_LENGTH);
+  }
+}
