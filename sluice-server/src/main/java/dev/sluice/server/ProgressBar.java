@@ -1,18 +1,18 @@
 package dev.sluice.server;
 
-import java.io.PrintStream;
+import java.io.PrintWriter;
 
 /** A one-line progress bar on stderr, redrawn at most once per percent. Off when not enabled. */
 final class ProgressBar {
   private static final int WIDTH = 40;
-  private final PrintStream out;
+  private final PrintWriter out;
   private final long total;
   private final boolean enabled;
   private final String label;
   private long done;
   private int shownPercent = -1;
 
-  ProgressBar(PrintStream out, String label, long total, boolean enabled) {
+  ProgressBar(PrintWriter out, String label, long total, boolean enabled) {
     this.out = out;
     this.label = label;
     this.total = Math.max(1, total);
@@ -32,7 +32,9 @@ final class ProgressBar {
 
   void done() {
     if (enabled) {
-      draw(100);
+      if (shownPercent != 100) {
+        draw(100);
+      }
       out.println();
       out.flush();
     }

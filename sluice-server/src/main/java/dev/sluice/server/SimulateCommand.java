@@ -1,7 +1,7 @@
 package dev.sluice.server;
 
 import dev.sluice.Policy;
-import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -14,6 +14,8 @@ import picocli.CommandLine.Option;
     description = {"Replays a traffic pattern through every algorithm with the same numbers (limit per window) on the memory tier,",
         "with simulated time (fast, deterministic), and writes a PNG chart of admitted versus refused over time and a table."})
 final class SimulateCommand implements Callable<Integer> {
+  @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
+
   @Option(names = "--pattern", defaultValue = "boundary", paramLabel = "PATTERN",
       description = "steady, bursty, boundary (a spike straddling the window boundary) or spray (many distinct keys). Default: ${DEFAULT-VALUE}.")
   String pattern;
@@ -73,7 +75,7 @@ final class SimulateCommand implements Callable<Integer> {
       throw new IllegalArgumentException("the pattern makes " + traffic.size() + " requests; lower --limit, --keys or --duration");
     }
     long total = (long) traffic.size() * policies.size();
-    PrintStream err = System.err;
+    PrintWriter err = spec.commandLine().getErr();
     ProgressBar bar = new ProgressBar(err, "simulating", total, progress != null ? progress : total >= 200_000);
     if (maxKeys < 1) {
       throw new IllegalArgumentException("--max-keys " + maxKeys + " is not positive; it must be at least 1");
@@ -86,8 +88,10 @@ final class SimulateCommand implements Callable<Integer> {
         + "); green: admitted, red: refused, per " + Durations.format(binMicros);
     SimulationChart.write(png, "sluice simulate --pattern " + p.id(), subtitle, results, binMicros, windowMicros,
         durationMicros, width);
-    System.out.print(table(p, traffic, results, limit, windowMicros));
-    System.out.println("chart: " + png);
+    PrintWriter out = spec.commandLine().getOut();
+    out.print(table(p, traffic, results, limit, windowMicros));
+    out.println("chart: " + png);
+    out.flush();
     return 0;
   }
 

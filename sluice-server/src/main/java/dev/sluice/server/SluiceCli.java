@@ -1,5 +1,6 @@
 package dev.sluice.server;
 
+import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -22,7 +23,14 @@ public final class SluiceCli implements Runnable {
 
   /** Runs the CLI and returns its exit code (0 ok, 1 runtime failure, 2 usage or config error). */
   static int run(String... args) {
+    return run(new PrintWriter(System.out, true), new PrintWriter(System.err, true), args);
+  }
+
+  /** {@link #run(String...)} writing to {@code out} and {@code err} (serve's banner goes to System.out). */
+  static int run(PrintWriter out, PrintWriter err, String... args) {
     return new CommandLine(new SluiceCli())
+        .setOut(out)
+        .setErr(err)
         .setExecutionExceptionHandler((ex, cmd, parsed) -> {
           cmd.getErr().println("sluice: " + (ex instanceof IllegalArgumentException ? "" : ex.getClass().getSimpleName() + ": ")
               + ex.getMessage());

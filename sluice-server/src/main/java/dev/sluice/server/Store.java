@@ -3,6 +3,7 @@ package dev.sluice.server;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
+import dev.sluice.memory.MemoryRateLimiter;
 import java.util.List;
 
 /**
@@ -34,7 +35,7 @@ abstract class Store implements AutoCloseable {
 
   /** One memory-tier limiter: per process, bounded to {@code maxKeys} tracked keys. */
   static RateLimiter memoryLimiter(Policy policy, Ticker ticker, int maxKeys) {
-    return new InterimMemoryLimiter(policy, ticker);
+    return MemoryRateLimiter.builder(policy).ticker(ticker).maxKeys(maxKeys).build();
   }
 
   /** {@code --redis URL}. */
