@@ -71,9 +71,10 @@ final class ServeCommand implements Callable<Integer> {
     server.start();
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       out.println("sluice: stopping (draining requests in flight for up to " + shutdownTimeout + ")");
+      long t0 = System.nanoTime();
       try {
         server.stop();
-        out.println("sluice: stopped");
+        out.println("sluice: stopped after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
       } catch (Exception e) {
         out.println("sluice: stop failed: " + e);
       }
