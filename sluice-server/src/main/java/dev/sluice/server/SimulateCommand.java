@@ -11,8 +11,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 @Command(name = "simulate", mixinStandardHelpOptions = true,
-    description = {"Replays a traffic pattern through every algorithm with the same numbers (limit per window) on the memory tier,",
-        "with simulated time (fast, deterministic), and writes a PNG chart of admitted versus refused over time and a table."})
+    description = {"Replays a traffic pattern through every algorithm and charts admitted versus refused over time (PNG).",
+        "Every algorithm gets the same numbers (limit per window) and runs on the memory tier in simulated time: fast and deterministic."})
 final class SimulateCommand implements Callable<Integer> {
   @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
