@@ -23,6 +23,7 @@ public final class SluiceServer implements AutoCloseable {
   private final Server jetty;
   private final ServerConnector connector;
   private final Store store;
+  private final GracefulHandler graceful;
   private final List<Policy> policies;
 
   SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
@@ -39,10 +40,14 @@ public final class SluiceServer implements AutoCloseable {
     connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
     connector.setHost(host);
     connector.setPort(port);
+    // On stop, idle keep-alive connections are closed after 100 ms instead of Jetty's default second;
+    // requests in flight are still drained by the GracefulHandler up to the stop timeout.
+    connector.setShutdownIdleTimeout(100);
     jetty.addConnector(connector);
     ApiHandler api = new ApiHandler(policies, store, ticker, new TicketCodec(), new SpentTickets(spentTicketCapacity),
         new ServerMetrics());
-    jetty.setHandler(new GracefulHandler(api));
+    graceful = new GracefulHandler(api);
+    jetty.setHandler(graceful);
     ErrorHandler errors = new ErrorHandler();
     errors.setShowStacks(false);
     errors.setShowCauses(false);
@@ -75,6 +80,11 @@ public final class SluiceServer implements AutoCloseable {
       host = "[" + host + "]";
     }
     return URI.create("http://" + host + ":" + port());
+  }
+
+  /** Requests being handled now (those a graceful stop waits for). */
+  long requestsInFlight() {
+    return graceful.getCurrentRequestCount();
   }
 
   List<Policy> policies() {

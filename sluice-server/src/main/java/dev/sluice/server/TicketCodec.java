@@ -22,8 +22,8 @@ final class TicketCodec {
   private static final byte VERSION = 1;
   private static final Base64.Encoder B64 = Base64.getUrlEncoder().withoutPadding();
   private static final Base64.Decoder B64D = Base64.getUrlDecoder();
-  /** Longest payload accepted: a key is at most a few KiB in any sane deployment; refuse more before any work. */
-  private static final int MAX_TICKET_CHARS = 16_384;
+  /** Longest ticket accepted (no longer than a request body may be); refused before any work. */
+  private static final int MAX_TICKET_CHARS = ApiHandler.MAX_BODY_BYTES;
 
   /** The decoded contents of a verified ticket; {@code mac} identifies it in the spent set. */
   record Claims(String policy, String key, long permits, long stamp, long issuedAtMicros, String mac) {}

@@ -265,6 +265,53 @@ class ServerApiTest {
     assertThat(r.body()).doesNotContain("Exception").doesNotContain("\tat ").doesNotContain("dev.sluice.");
   }
 
+  @Test void stopDrainsARequestInFlightAndThenRefusesConnections() throws Exception {
+    String body = "{\"policy\":\"login\",\"key\":\"slow\"}";
+    int port = server.port();
+    try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
+      socket.setSoTimeout(10_000);
+      java.io.OutputStream out = socket.getOutputStream();
+      out.write(("POST /v1/acquire HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: "
+          + body.length() + "\r\n\r\n" + body.substring(0, 10)).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      out.flush();
+      awaitTrue(() -> server.requestsInFlight() == 1);
+
+      java.util.concurrent.CompletableFuture<Void> stopped = java.util.concurrent.CompletableFuture.runAsync(() -> {
+        try {
+          server.stop();
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      });
+      // The stop waits for the request: it cannot finish while the body is still arriving.
+      awaitTrue(() -> !acceptsConnections(port));
+      assertThat(stopped).isNotDone();
+
+      out.write(body.substring(10).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      out.flush();
+      String response = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      assertThat(response).startsWith("HTTP/1.1 200 OK").contains("\"allowed\":true");
+      stopped.get(10, java.util.concurrent.TimeUnit.SECONDS);
+    }
+    assertThat(acceptsConnections(port)).isFalse();
+  }
+
+  private static boolean acceptsConnections(int port) {
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+      return true;
+    } catch (java.io.IOException e) {
+      return false;
+    }
+  }
+
+  static void awaitTrue(java.util.function.BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+    while (!condition.getAsBoolean()) {
+      assertThat(System.nanoTime()).as("condition not met within 10 s").isLessThan(deadline);
+      Thread.sleep(5); // polling a condition with a deadline, not waiting for time to pass
+    }
+  }
+
   /** A store whose every decision is a closed failure: what a shared store answers while it is down. */
   @Test void storeFailureDecidedClosedIs503WithoutLimitHeaders() throws Exception {
     server.stop();
