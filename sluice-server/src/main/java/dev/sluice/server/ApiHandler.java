@@ -236,7 +236,12 @@ final class ApiHandler extends Handler.Abstract {
   }
 
   private void peek(Request request, Response response, Callback callback) {
-    Fields q = Request.extractQueryParameters(request, StandardCharsets.UTF_8);
+    Fields q;
+    try {
+      q = Request.extractQueryParameters(request, StandardCharsets.UTF_8);
+    } catch (RuntimeException e) {
+      throw new ApiError(400, "bad_request", "query string is malformed; percent-encode each byte of UTF-8 (%XX) and keep '&' and '=' as separators");
+    }
     Entry e = entry(requiredParam(q, "policy"));
     String key = Checks.key(requiredParam(q, "key"));
     Decision d = e.limiter().peek(key, e.policy());

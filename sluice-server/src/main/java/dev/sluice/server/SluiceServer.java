@@ -9,7 +9,6 @@ import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
-import org.eclipse.jetty.server.handler.ErrorHandler;
 import org.eclipse.jetty.server.handler.GracefulHandler;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
@@ -48,11 +47,7 @@ public final class SluiceServer implements AutoCloseable {
         new ServerMetrics());
     graceful = new GracefulHandler(api);
     jetty.setHandler(graceful);
-    ErrorHandler errors = new ErrorHandler();
-    errors.setShowStacks(false);
-    errors.setShowCauses(false);
-    errors.setShowMessageInTitle(false);
-    jetty.setErrorHandler(errors);
+    jetty.setErrorHandler(new JsonErrorHandler());
     jetty.setStopTimeout(stopTimeout.toMillis());
     jetty.setStopAtShutdown(false);
   }

@@ -253,6 +253,25 @@ class ServerApiTest {
     assertThat(header(delete, "Allow")).isEqualTo("GET");
   }
 
+  @Test void malformedHttpAndQueriesGetJsonErrorsToo() throws Exception {
+    String badLength = raw("POST /v1/acquire HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n");
+    assertThat(badLength).startsWith("HTTP/1.1 400 ").contains("Content-Type: application/json")
+        .endsWith("{\"error\":\"bad_request\",\"message\":\"Invalid Content-Length Value\"}");
+    String badUtf8 = raw("GET /v1/peek?policy=login&key=%ED%A0%80 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assertThat(badUtf8).startsWith("HTTP/1.1 400 ").endsWith("{\"error\":\"bad_request\",\"message\":\"query string is malformed;"
+        + " percent-encode each byte of UTF-8 (%XX) and keep '&' and '=' as separators\"}");
+  }
+
+  /** Sends {@code request} as raw bytes (what a client library would refuse to send) and reads the whole answer. */
+  private String raw(String request) throws Exception {
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", server.port())) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write(request.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+      s.getOutputStream().flush();
+      return new String(s.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+    }
+  }
+
   private static void assertBad(HttpResponse<String> r, String message) {
     assertThat(r.statusCode()).as(r.body()).isEqualTo(400);
     assertThat(header(r, "Content-Type")).startsWith("application/json");
