@@ -6,6 +6,8 @@ module dev.sluice.core {
   exports dev.sluice;
   exports dev.sluice.model;
   exports dev.sluice.memory;
+  exports dev.sluice.spi;
+  exports dev.sluice.store;
   // Validation and hashing shared by the backends; not API.
   exports dev.sluice.internal to dev.sluice.tck, dev.sluice.redis, dev.sluice.jdbc, dev.sluice.http,
       dev.sluice.micrometer, dev.sluice.mcp, dev.sluice.server;

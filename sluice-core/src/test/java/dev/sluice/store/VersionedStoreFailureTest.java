@@ -1,0 +1,124 @@
+package dev.sluice.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.Decision;
+import dev.sluice.FailureMode;
+import dev.sluice.Path;
+import dev.sluice.Policy;
+import dev.sluice.Reason;
+import dev.sluice.Refund;
+import dev.sluice.Ticker;
+import dev.sluice.Ticket;
+import dev.sluice.spi.StoreException;
+import dev.sluice.spi.StoreTimeoutException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** Store outages and timeouts become decisions under the failure mode; nothing reaches the caller. */
+class VersionedStoreFailureTest {
+  static final long T0 = VersionedStoreRateLimiterTest.T0;
+  static final Policy P = Policy.gcra("fail", 10, Duration.ofSeconds(1), 3);
+
+  @Test
+  void storeErrorsAreStoreUnavailableAndTimeoutsAreTimeoutUnderEachMode() {
+    for (String op : List.of("read", "cas")) {
+      for (RuntimeException e : List.of(new StoreException("down"), new StoreTimeoutException("slow"),
+          new IllegalStateException("driver bug"), new NullPointerException())) {
+        Reason expected = e instanceof StoreTimeoutException ? Reason.TIMEOUT : Reason.STORE_UNAVAILABLE;
+        FaultyStore store = new FaultyStore();
+        store.hook = (o, p, id, d) -> {
+          if (o.equals(op)) {
+            throw e;
+          }
+        };
+        VersionedStoreRateLimiter closed = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0))
+            .failureMode(FailureMode.closed(Duration.ofMillis(700))).build();
+        Decision d = closed.tryAcquire("k");
+        assertThat(d.allowed()).as("%s on %s", e, op).isFalse();
+        assertThat(d.reason()).isEqualTo(expected);
+        assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
+        assertThat(d.retryAfterMicros()).isEqualTo(700_000);
+
+        List<Reason> alerted = new CopyOnWriteArrayList<>();
+        VersionedStoreRateLimiter open = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0))
+            .failureMode(FailureMode.open((p, r, c) -> alerted.add(r))).build();
+        Decision o = open.tryAcquire("k");
+        assertThat(o.allowed()).isTrue();
+        assertThat(o.reason()).isEqualTo(expected);
+        assertThat(o.path()).isEqualTo(Path.FAILURE_MODE);
+        assertThat(o.ticket()).isEmpty();
+        assertThat(alerted).containsExactly(expected);
+
+        InMemoryVersionedStore localStore = new InMemoryVersionedStore();
+        VersionedStoreRateLimiter local = VersionedStoreRateLimiter.builder(P, localStore).ticker(Ticker.manual(T0)).build();
+        VersionedStoreRateLimiter fallback = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0))
+            .failureMode(FailureMode.fallback(local)).build();
+        Decision f = fallback.tryAcquire("k");
+        assertThat(f.allowed()).isTrue();
+        assertThat(f.path()).isEqualTo(Path.FALLBACK);
+        assertThat(f.remaining()).isEqualTo(2);
+        if (op.equals("read")) {
+          // A peek under fallback asks the local limiter without charging it.
+          assertThat(fallback.peek("k").path()).isEqualTo(Path.FALLBACK);
+          assertThat(fallback.peek("k").remaining()).isEqualTo(2);
+        }
+      }
+    }
+  }
+
+  @Test
+  void aFailedRefundLeavesTheLimiterStricterAndTheTicketReusable() {
+    FaultyStore store = new FaultyStore();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0)).build();
+    Ticket t = limiter.tryAcquire("k").ticket().orElseThrow();
+    store.hook = (o, p, id, d) -> {
+      if (o.equals("cas")) {
+        throw new StoreException("down");
+      }
+    };
+    assertThat(limiter.refund(t)).isEqualTo(Refund.FAILED);
+    assertThat(t.isSpent()).isFalse();
+    store.hook = (o, p, id, d) -> {};
+    assertThat(limiter.peek("k").remaining()).isEqualTo(2);
+    assertThat(limiter.refund(t)).isEqualTo(Refund.APPLIED);
+    assertThat(limiter.peek("k").remaining()).isEqualTo(3);
+  }
+
+  @Test
+  void everyStoreCallGetsTheCallsDeadlineAndASlowReadIsNotFollowedByAWrite() {
+    FaultyStore store = new FaultyStore();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0))
+        .timeout(Duration.ofMillis(40)).build();
+    long before = System.nanoTime();
+    limiter.tryAcquire("k");
+    long deadline = store.lastDeadline.get();
+    assertThat(deadline - before).isBetween(TimeUnit.MILLISECONDS.toNanos(40), TimeUnit.MILLISECONDS.toNanos(90));
+
+    // A store that overruns the deadline and answers anyway: the call is over, no write is started.
+    store.resetCounts();
+    store.hook = (o, p, id, d) -> {
+      long wait = d - System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(5);
+      java.util.concurrent.locks.LockSupport.parkNanos(Math.max(0, wait));
+    };
+    long t0 = System.nanoTime();
+    Decision d = limiter.tryAcquire("k");
+    assertThat(d.reason()).isEqualTo(Reason.TIMEOUT);
+    assertThat(store.writes.get()).isZero();
+    assertThat(System.nanoTime() - t0).isLessThan(TimeUnit.MILLISECONDS.toNanos(1_000));
+  }
+
+  @Test
+  void resetSwallowsStoreTroubleAndSweepReportsIt() {
+    FaultyStore store = new FaultyStore();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0)).build();
+    store.hook = (o, p, id, d) -> {
+      throw new StoreException("down");
+    };
+    limiter.reset("k");
+    org.assertj.core.api.Assertions.assertThatThrownBy(limiter::sweep).isInstanceOf(StoreException.class).hasMessage("down");
+  }
+}

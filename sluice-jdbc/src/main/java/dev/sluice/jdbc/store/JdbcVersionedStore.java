@@ -1,0 +1,422 @@
+package dev.sluice.jdbc.store;
+
+import dev.sluice.spi.StoreException;
+import dev.sluice.spi.StoreTimeoutException;
+import dev.sluice.spi.StoredRecord;
+import dev.sluice.spi.VersionedStore;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.SQLIntegrityConstraintViolationException;
+import java.sql.SQLTimeoutException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.concurrent.Executor;
+import java.util.regex.Pattern;
+import javax.sql.DataSource;
+
+/**
+ * A {@link VersionedStore} in one SQL table with a version column, over any JDBC {@link DataSource}:
+ * PostgreSQL and MariaDB (also MySQL) with their own statements, other databases with plain SQL.
+ * Each method is one autocommitted statement; a compare-and-set is
+ * {@code UPDATE ... WHERE partition_id = ? AND record_id = ? AND version = ?} (or an insert that
+ * yields to an existing row), so it is atomic on every database with row-level write locking.
+ *
+ * <pre>{@code
+ * JdbcVersionedStore store = JdbcVersionedStore.builder(dataSource).table("sluice_store").build();
+ * store.createTableIfAbsent();   // or apply JdbcVersionedStore.ddl(Dialect.POSTGRESQL, "sluice_store") yourself
+ * RateLimiter limiter = VersionedStoreRateLimiter.builder(policy, store).build();
+ * }</pre>
+ *
+ * <h2>Schema</h2>
+ * {@code (partition_id VARCHAR(64), record_id VARCHAR(64), version BIGINT, expires_at BIGINT,
+ * state VARCHAR(255), PRIMARY KEY (partition_id, record_id))}, with a bytewise collation for the ids;
+ * the DDL of each dialect is a resource of this package ({@code postgresql.sql}, {@code mariadb.sql},
+ * {@code generic.sql}) and is returned by {@link #ddl}. Rows hold hashes and counters only, never a
+ * raw key. Expired rows stay until {@code VersionedStoreRateLimiter.sweep()} deletes them.
+ *
+ * <h2>Deadlines</h2>
+ * Each call sets the connection's network timeout to the time left before its deadline (and restores
+ * the previous value before returning the connection), so a call never waits on the socket past its
+ * deadline; a failure at or after the deadline is a {@link StoreTimeoutException}, any other a
+ * {@link StoreException}. Waiting for a pooled connection is bounded by the pool, not by this store:
+ * set the pool's connection timeout (HikariCP {@code connectionTimeout}) no longer than the limiter's
+ * timeout.
+ *
+ * <p>Thread-safe; holds no state besides its configuration. Connections are borrowed per call.
+ */
+public final class JdbcVersionedStore implements VersionedStore {
+  /** The SQL flavour of the statements. */
+  public enum Dialect {
+    /** PostgreSQL: {@code INSERT ... ON CONFLICT DO NOTHING}, {@code LIMIT}. */
+    POSTGRESQL("postgresql.sql"),
+    /** MariaDB and MySQL: {@code INSERT IGNORE}, {@code LIMIT}. */
+    MARIADB("mariadb.sql"),
+    /** Any other database: a plain {@code INSERT} whose unique-key violation means "exists", {@code setMaxRows}. */
+    GENERIC("generic.sql");
+
+    private final String resource;
+
+    Dialect(String resource) {
+      this.resource = resource;
+    }
+
+    /** The dialect of a database from its JDBC product name. */
+    public static Dialect of(String databaseProductName) {
+      String n = databaseProductName == null ? "" : databaseProductName.toLowerCase(Locale.ROOT);
+      if (n.contains("postgres")) {
+        return POSTGRESQL;
+      }
+      if (n.contains("mariadb") || n.contains("mysql")) {
+        return MARIADB;
+      }
+      return GENERIC;
+    }
+  }
+
+  /** The default table name. */
+  public static final String DEFAULT_TABLE = "sluice_store";
+
+  private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
+  /** Runs the driver's timeout callback in place; only MariaDB's driver insists on having one. */
+  private static final Executor DIRECT = Runnable::run;
+
+  private final DataSource dataSource;
+  private final String table;
+  private volatile Dialect dialect;
+  private volatile Sql sql;
+
+  private JdbcVersionedStore(Builder b) {
+    this.dataSource = b.dataSource;
+    this.table = b.table;
+    this.dialect = b.dialect;
+    this.sql = b.dialect == null ? null : new Sql(b.dialect, b.table);
+  }
+
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(dataSource);
+  }
+
+  /** The table this store uses. */
+  public String table() {
+    return table;
+  }
+
+  /**
+   * The {@code CREATE TABLE} statement of {@code dialect} for {@code table} (PostgreSQL and MariaDB:
+   * {@code IF NOT EXISTS}), from the resource {@code dev/sluice/jdbc/store/<dialect>.sql}.
+   */
+  public static String ddl(Dialect dialect, String table) {
+    Objects.requireNonNull(dialect, "dialect");
+    checkTable(table);
+    try (InputStream in = JdbcVersionedStore.class.getResourceAsStream(dialect.resource)) {
+      if (in == null) {
+        throw new IllegalStateException("missing resource " + dialect.resource);
+      }
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8).replace("${table}", table).strip();
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot read resource " + dialect.resource, e);
+    }
+  }
+
+  /** Creates the table if it does not exist (with the detected dialect's DDL). */
+  public void createTableIfAbsent() {
+    try (Connection c = dataSource.getConnection()) {
+      Dialect d = dialect(c);
+      if (d == Dialect.GENERIC && tableExists(c)) {
+        return;
+      }
+      try (Statement s = c.createStatement()) {
+        s.execute(ddl(d, table));
+      }
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    } catch (SQLException e) {
+      throw new StoreException("cannot create table " + table + ": " + e.getMessage(), e);
+    }
+  }
+
+  private boolean tableExists(Connection c) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.setMaxRows(1);
+      s.executeQuery("SELECT 1 FROM " + table).close();
+      return true;
+    } catch (SQLException e) {
+      if (!c.getAutoCommit()) {
+        c.rollback();
+      }
+      return false;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The SPI
+  // ---------------------------------------------------------------------------------------------
+
+  @Override public StoredRecord read(String partition, String id, long deadlineNanos) {
+    return call(deadlineNanos, "read", (c, q) -> {
+      try (PreparedStatement ps = c.prepareStatement(q.read)) {
+        ps.setString(1, partition);
+        ps.setString(2, id);
+        try (ResultSet rs = ps.executeQuery()) {
+          return rs.next() ? new StoredRecord(id, rs.getString(3), rs.getLong(1), rs.getLong(2)) : null;
+        }
+      }
+    });
+  }
+
+  @Override public boolean compareAndSet(String partition, String id, long expectedVersion, String value, long newVersion,
+                                         long expiresAtMicros, long deadlineNanos) {
+    checkValue(value);
+    return call(deadlineNanos, "compare-and-set", (c, q) -> {
+      if (expectedVersion == ABSENT) {
+        try (PreparedStatement ps = c.prepareStatement(q.insert)) {
+          ps.setString(1, partition);
+          ps.setString(2, id);
+          ps.setLong(3, newVersion);
+          ps.setLong(4, expiresAtMicros);
+          ps.setString(5, value);
+          return ps.executeUpdate() == 1;
+        } catch (SQLException e) {
+          if (q.dialect == Dialect.GENERIC && isUniqueViolation(e)) {
+            return false;
+          }
+          throw e;
+        }
+      }
+      try (PreparedStatement ps = c.prepareStatement(q.update)) {
+        ps.setLong(1, newVersion);
+        ps.setLong(2, expiresAtMicros);
+        ps.setString(3, value);
+        ps.setString(4, partition);
+        ps.setString(5, id);
+        ps.setLong(6, expectedVersion);
+        return ps.executeUpdate() == 1;
+      }
+    });
+  }
+
+  @Override public List<StoredRecord> list(String partition, String afterId, int limit, long deadlineNanos) {
+    if (limit < 1) {
+      throw new IllegalArgumentException("limit " + limit + " is not positive; ask for at least one record");
+    }
+    return call(deadlineNanos, "list", (c, q) -> {
+      try (PreparedStatement ps = c.prepareStatement(afterId == null ? q.listFirst : q.listAfter)) {
+        int i = 1;
+        ps.setString(i++, partition);
+        if (afterId != null) {
+          ps.setString(i++, afterId);
+        }
+        if (q.dialect == Dialect.GENERIC) {
+          ps.setMaxRows(limit);
+        } else {
+          ps.setInt(i, limit);
+        }
+        List<StoredRecord> page = new ArrayList<>(Math.min(limit, 256));
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next() && page.size() < limit) {
+            page.add(new StoredRecord(rs.getString(1), rs.getString(4), rs.getLong(2), rs.getLong(3)));
+          }
+        }
+        return page;
+      }
+    });
+  }
+
+  @Override public boolean deleteIfVersion(String partition, String id, long expectedVersion, long deadlineNanos) {
+    return call(deadlineNanos, "delete", (c, q) -> {
+      try (PreparedStatement ps = c.prepareStatement(q.delete)) {
+        ps.setString(1, partition);
+        ps.setString(2, id);
+        ps.setLong(3, expectedVersion);
+        return ps.executeUpdate() == 1;
+      }
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // One call: a connection, a deadline, one statement.
+  // ---------------------------------------------------------------------------------------------
+
+  @FunctionalInterface
+  private interface Work<T> {
+    T run(Connection c, Sql q) throws SQLException;
+  }
+
+  private <T> T call(long deadlineNanos, String what, Work<T> work) {
+    long left = deadlineNanos - System.nanoTime();
+    if (left <= 0) {
+      throw new StoreTimeoutException(what + " on " + table + ": the deadline passed before the call");
+    }
+    try (Connection c = dataSource.getConnection()) {
+      int previous = c.getNetworkTimeout();
+      int millis = (int) Math.min(Integer.MAX_VALUE, Math.max(1, (deadlineNanos - System.nanoTime() + 999_999) / 1_000_000));
+      if (deadlineNanos - System.nanoTime() <= 0) {
+        throw new StoreTimeoutException(what + " on " + table + ": the deadline passed while waiting for a connection");
+      }
+      c.setNetworkTimeout(DIRECT, millis);
+      try {
+        T result = work.run(c, sql(c));
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+        return result;
+      } catch (SQLException | RuntimeException e) {
+        if (!c.isClosed() && !c.getAutoCommit()) {
+          try {
+            c.rollback();
+          } catch (SQLException suppressed) {
+            e.addSuppressed(suppressed);
+          }
+        }
+        throw e;
+      } finally {
+        if (!c.isClosed()) {
+          c.setNetworkTimeout(DIRECT, previous);
+        }
+      }
+    } catch (SQLException e) {
+      if (isTimeout(e) || deadlineNanos - System.nanoTime() <= 0) {
+        throw new StoreTimeoutException(what + " on " + table + " did not complete by its deadline: " + e.getMessage(), e);
+      }
+      throw new StoreException(what + " on " + table + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  private Sql sql(Connection c) throws SQLException {
+    Sql q = sql;
+    if (q == null) {
+      q = new Sql(dialect(c), table);
+      sql = q;
+    }
+    return q;
+  }
+
+  private Dialect dialect(Connection c) throws SQLException {
+    Dialect d = dialect;
+    if (d == null) {
+      d = Dialect.of(c.getMetaData().getDatabaseProductName());
+      dialect = d;
+    }
+    return d;
+  }
+
+  private static boolean isTimeout(SQLException e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLTimeoutException || t instanceof SocketTimeoutException) {
+        return true;
+      }
+      if (t instanceof SQLException s && ("57014".equals(s.getSQLState()) || "70100".equals(s.getSQLState()))) {
+        return true; // PostgreSQL query_canceled, MariaDB query interrupted
+      }
+    }
+    return false;
+  }
+
+  private static boolean isUniqueViolation(SQLException e) {
+    return e instanceof SQLIntegrityConstraintViolationException
+        || (e.getSQLState() != null && e.getSQLState().startsWith("23"));
+  }
+
+  /**
+   * Values are printable ASCII of at most 255 characters (the SPI's promise, and the column type); checked
+   * here because MariaDB's {@code INSERT IGNORE} would store an unfit value mangled instead of failing.
+   */
+  private static void checkValue(String value) {
+    if (value == null || value.isEmpty() || value.length() > MAX_VALUE_LENGTH) {
+      throw new IllegalArgumentException("value of " + (value == null ? "null" : value.length() + " characters")
+          + " is outside 1.." + MAX_VALUE_LENGTH + " characters");
+    }
+    for (int i = 0, n = value.length(); i < n; i++) {
+      char ch = value.charAt(i);
+      if (ch < 0x20 || ch > 0x7e) {
+        throw new IllegalArgumentException("value has character 0x" + Integer.toHexString(ch) + " at index " + i
+            + "; values are printable ASCII (0x20..0x7e)");
+      }
+    }
+  }
+
+  private static String checkTable(String table) {
+    if (table == null || !TABLE.matcher(table).matches()) {
+      throw new IllegalArgumentException("table name " + (table == null ? "null" : "\"" + table + "\"")
+          + " is not a plain SQL identifier; use letters, digits and '_' (optionally schema.table), at most 63 each");
+    }
+    return table;
+  }
+
+  @Override public String toString() {
+    return "JdbcVersionedStore[table=" + table + ", dialect=" + dialect + "]";
+  }
+
+  /** The statements of one dialect and table, built once. */
+  private static final class Sql {
+    final Dialect dialect;
+    final String read;
+    final String insert;
+    final String update;
+    final String listFirst;
+    final String listAfter;
+    final String delete;
+
+    Sql(Dialect d, String t) {
+      dialect = d;
+      read = "SELECT version, expires_at, state FROM " + t + " WHERE partition_id = ? AND record_id = ?";
+      String columns = " (partition_id, record_id, version, expires_at, state) VALUES (?, ?, ?, ?, ?)";
+      insert = switch (d) {
+        case POSTGRESQL -> "INSERT INTO " + t + columns + " ON CONFLICT (partition_id, record_id) DO NOTHING";
+        // IGNORE also downgrades data errors to warnings; the values are validated hex, ASCII and bigints.
+        case MARIADB -> "INSERT IGNORE INTO " + t + columns;
+        case GENERIC -> "INSERT INTO " + t + columns;
+      };
+      update = "UPDATE " + t + " SET version = ?, expires_at = ?, state = ?"
+          + " WHERE partition_id = ? AND record_id = ? AND version = ?";
+      String select = "SELECT record_id, version, expires_at, state FROM " + t + " WHERE partition_id = ?";
+      String limit = d == Dialect.GENERIC ? "" : " LIMIT ?";
+      listFirst = select + " ORDER BY record_id" + limit;
+      listAfter = select + " AND record_id > ? ORDER BY record_id" + limit;
+      delete = "DELETE FROM " + t + " WHERE partition_id = ? AND record_id = ? AND version = ?";
+    }
+  }
+
+  /** Builds a {@link JdbcVersionedStore}; nothing touches the database until the first call. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private String table = DEFAULT_TABLE;
+    private Dialect dialect;
+
+    private Builder(DataSource dataSource) {
+      if (dataSource == null) {
+        throw new IllegalArgumentException("dataSource is null");
+      }
+      this.dataSource = dataSource;
+    }
+
+    /** The table (optionally {@code schema.table}); default {@value JdbcVersionedStore#DEFAULT_TABLE}. */
+    public Builder table(String table) {
+      this.table = checkTable(table);
+      return this;
+    }
+
+    /** The SQL dialect; default: detected from the database's product name on first use. */
+    public Builder dialect(Dialect dialect) {
+      if (dialect == null) {
+        throw new IllegalArgumentException("dialect is null");
+      }
+      this.dialect = dialect;
+      return this;
+    }
+
+    public JdbcVersionedStore build() {
+      return new JdbcVersionedStore(this);
+    }
+  }
+}

@@ -1,0 +1,33 @@
+package dev.sluice.jdbc.store;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Ticker;
+import dev.sluice.store.VersionedStoreRateLimiter;
+import dev.sluice.tck.RateLimiterContract;
+import java.time.Duration;
+import org.junit.jupiter.api.BeforeAll;
+
+/** The compare-and-set engine over {@link JdbcVersionedStore} on Postgres runs the whole kit (the sliding log is memory-only). */
+class JdbcVersionedStorePostgresConformanceTest extends RateLimiterContract {
+  private static JdbcVersionedStore store;
+
+  @BeforeAll
+  static void table() {
+    store = JdbcVersionedStoreDatabases.store(JdbcVersionedStoreDatabases.postgres(), JdbcVersionedStoreDatabases.TCK_TABLE);
+  }
+
+  @Override protected RateLimiter newLimiter(Policy policy, Ticker ticker) {
+    // A generous deadline: the kit checks decisions, and a timed-out write that landed would be refused yet counted.
+    return VersionedStoreRateLimiter.builder(policy, store).ticker(ticker).timeout(Duration.ofSeconds(10)).build();
+  }
+
+  @Override protected boolean supports(Algorithm algorithm) {
+    return !(algorithm instanceof Algorithm.SlidingLog);
+  }
+
+  @Override protected int traceLength() {
+    return 2_000;
+  }
+}
