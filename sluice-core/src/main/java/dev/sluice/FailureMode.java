@@ -16,8 +16,10 @@ import java.util.Objects;
  *   <li>{@link #fallback(RateLimiter)}: decide with a local limiter (usually a memory tier) and mark the
  *       decision {@link Path#FALLBACK}: available, approximate (per instance).
  * </ul>
- * {@link Reason#CORRUPT_STATE} and {@link Reason#INVALID_CLOCK} always fail closed, whatever the mode:
- * they are not outages that allowing would bridge, they are a state that must not be trusted.
+ * {@link Reason#CORRUPT_STATE}, {@link Reason#INVALID_CLOCK} and {@link Reason#CONTENTION} always fail
+ * closed, whatever the mode: the first two are a state that must not be trusted, not an outage that
+ * allowing would bridge, and contention past the retries means a hot key, which is exactly when a
+ * limiter must not let everyone through.
  */
 public sealed interface FailureMode permits FailureMode.Closed, FailureMode.Open, FailureMode.Fallback {
 
@@ -45,6 +47,11 @@ public sealed interface FailureMode permits FailureMode.Closed, FailureMode.Open
    * {@code resetAt} of a closed refusal).
    */
   Decision decide(Policy policy, String key, long permits, Reason reason, Throwable cause, long nowMicros);
+
+  /** True for the reasons every mode refuses: corrupt state, an invalid clock, contention. */
+  static boolean alwaysClosed(Reason reason) {
+    return reason == Reason.CORRUPT_STATE || reason == Reason.INVALID_CLOCK || reason == Reason.CONTENTION;
+  }
 
   /** A user hook told about each check decided by the failure mode. Exceptions it throws are logged and ignored. */
   @FunctionalInterface
@@ -74,7 +81,7 @@ public sealed interface FailureMode permits FailureMode.Closed, FailureMode.Open
     }
 
     @Override public Decision decide(Policy policy, String key, long permits, Reason reason, Throwable cause, long nowMicros) {
-      if (reason == Reason.CORRUPT_STATE || reason == Reason.INVALID_CLOCK) {
+      if (alwaysClosed(reason)) {
         return FailureMode.closed().decide(policy, key, permits, reason, cause, nowMicros);
       }
       try {
@@ -94,7 +101,7 @@ public sealed interface FailureMode permits FailureMode.Closed, FailureMode.Open
     }
 
     @Override public Decision decide(Policy policy, String key, long permits, Reason reason, Throwable cause, long nowMicros) {
-      if (reason == Reason.CORRUPT_STATE || reason == Reason.INVALID_CLOCK) {
+      if (alwaysClosed(reason)) {
         return FailureMode.closed().decide(policy, key, permits, reason, cause, nowMicros);
       }
       try {

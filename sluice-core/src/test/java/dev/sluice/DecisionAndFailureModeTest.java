@@ -55,11 +55,11 @@ class DecisionAndFailureModeTest {
   }
 
   @Test
-  void corruptStateAndInvalidClockAlwaysFailClosed() {
+  void corruptStateInvalidClockAndContentionAlwaysFailClosed() {
     FailureMode open = FailureMode.open((policy, reason, cause) -> {});
     FailureMode fallback = FailureMode.fallback(MemoryRateLimiter.builder(p).build());
     for (FailureMode m : List.of(open, fallback)) {
-      for (Reason r : List.of(Reason.CORRUPT_STATE, Reason.INVALID_CLOCK)) {
+      for (Reason r : List.of(Reason.CORRUPT_STATE, Reason.INVALID_CLOCK, Reason.CONTENTION)) {
         Decision d = m.decide(p, "k", 1, r, null, 1);
         assertThat(d.allowed()).as("%s under %s", r, m).isFalse();
         assertThat(d.reason()).isEqualTo(r);

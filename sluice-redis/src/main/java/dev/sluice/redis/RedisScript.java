@@ -1,0 +1,50 @@
+package dev.sluice.redis;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/**
+ * The Lua scripts, one per algorithm, kept as resources next to this class. Each is the shared
+ * {@code prelude.lua} (argument parsing, exact integer division, state read/write with TTL)
+ * followed by the algorithm's file. Run by EVALSHA; on NOSCRIPT the body goes once with EVAL, which
+ * also caches it on that server.
+ */
+enum RedisScript {
+  FIXED_WINDOW("fixed-window.lua"),
+  SLIDING_WINDOW("sliding-window.lua"),
+  TOKEN_BUCKET("token-bucket.lua"),
+  GCRA("gcra.lua"),
+  SLIDING_LOG("sliding-log.lua");
+
+  final String body;
+  final String sha;
+
+  RedisScript(String file) {
+    this.body = read("prelude.lua") + "\n" + read(file);
+    this.sha = sha1(body);
+  }
+
+  private static String read(String name) {
+    try (InputStream in = RedisScript.class.getResourceAsStream(name)) {
+      if (in == null) {
+        throw new IllegalStateException("script resource dev/sluice/redis/" + name + " is missing from the jar");
+      }
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static String sha1(String s) {
+    try {
+      return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-1").digest(s.getBytes(StandardCharsets.UTF_8)));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-1 is required of every Java platform", e);
+    }
+  }
+}

@@ -1,0 +1,65 @@
+-- GCRA (ReferenceModel.gcra). ARGV[6] rate, ARGV[7] period (us), ARGV[8] burst. Work is counted in
+-- 1/rate microseconds; one request costs one period. State 'g<TAT whole us>:<TAT fraction, 1/rate us>'.
+local q = tonumber(ARGV[6])
+local p = tonumber(ARGV[7])
+local cap = tonumber(ARGV[8]) * p
+local st = load('g', 2)
+if st == nil then
+  return CORRUPT
+end
+
+local function debt()
+  local tat = st[1]
+  if tat == 0 or tat < now then
+    return 0
+  end
+  return (tat - now) * q + st[2]
+end
+
+local function setDebt(d)
+  local whole = fdiv(d, q)
+  st[1], st[2] = now + whole, d - whole * q
+end
+
+local function step(n, charge)
+  local d = debt()
+  local need = n * p
+  if d + need <= cap then
+    if charge then
+      local after = d + need
+      setDebt(after)
+      return {0, 1, fdiv(cap - after, p), now + cdiv(after, q), 0, 0, 1}
+    end
+    return {0, 1, fdiv(cap - d, p), now + cdiv(d, q), 0, 0, 0}
+  end
+  return {0, 0, fdiv(cap - d, p), now + cdiv(d, q), cdiv(d + need - cap, q), 0, 0}
+end
+
+local function expires()
+  if st[2] > 0 then
+    return st[1] + 1
+  end
+  return st[1]
+end
+
+if op == 'a' then
+  local res = step(permits, true)
+  if res[7] == 1 then
+    save('g', st, 2, expires())
+  end
+  return res
+elseif op == 'p' then
+  return step(1, false)
+end
+-- refund: pay back debt, never below zero
+local d = debt()
+local wrote = d > 0
+if wrote then
+  setDebt(math.max(0, d - permits * p))
+end
+local res = step(1, false)
+if wrote then
+  res[7] = 1
+  save('g', st, 2, expires())
+end
+return res

@@ -1,0 +1,121 @@
+-- Sluice: shared prelude of every algorithm script (the loader prepends it to each algorithm file).
+--
+-- A port of dev.sluice.model.ReferenceModel. Lua numbers are IEEE doubles: integers are exact up to
+-- 2^53, and the Java side guarantees (Algorithm validation, Checks.MAX_EXACT, RedisPolicies) that no
+-- product or sum computed here leaves that range. Division never trusts the floating quotient alone:
+-- fdiv corrects it by one with an exact remainder, so floor and ceiling are exact integers.
+--
+-- KEYS[1]  the stored key: sluice:{<StoredId.key(policy, key)>}
+-- ARGV[1]  'a' acquire, 'p' peek, 'r' refund
+-- ARGV[2]  now in epoch microseconds, or '' to read the server clock (TIME)
+-- ARGV[3]  permits
+-- ARGV[4]  ticket stamp (refund)
+-- ARGV[5]  extra milliseconds of TTL (grace for supplied clocks; 0 with the server clock)
+-- ARGV[6..] algorithm parameters
+--
+-- Reply: {status, allowed, remaining, resetAt, retryAfter, stamp, wrote}
+--   status 0 = decided, 1 = corrupt state (nothing written), 2 = invalid clock (nothing written)
+-- A refused acquire and every peek write nothing.
+
+local MAX_EXACT = 4503599627370496      -- 2^52: the largest clock reading accepted
+local MAX_FIELD = 9007199254740992      -- 2^53: the largest stored field that is still exact
+
+local function fdiv(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  if r < 0 then
+    q = q - 1
+  elseif r >= b then
+    q = q + 1
+  end
+  return q
+end
+
+local function cdiv(a, b)
+  return -fdiv(-a, b)
+end
+
+local function str(v)
+  return string.format('%.0f', v)
+end
+
+local op = ARGV[1]
+local now
+if ARGV[2] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[2])
+end
+if now == nil or now <= 0 or now > MAX_EXACT or now ~= math.floor(now) then
+  return {2, 0, 0, 0, 0, 0, 0}
+end
+local permits = tonumber(ARGV[3])
+local stamp = tonumber(ARGV[4])
+local grace = tonumber(ARGV[5])
+
+-- Reads the state: returns st (a 3-slot array, zeros = absent), or nil when the value is not a
+-- state Sluice wrote (wrong type, garbage). A state another algorithm wrote under the same policy
+-- name (the policy was redefined) is treated as absent: it says nothing about this algorithm. SET
+-- replaces it, whatever its type.
+local function load(tag, fields)
+  local raw = redis.pcall('GET', KEYS[1])
+  if type(raw) == 'table' then
+    -- not a string: the sliding log's sorted set under a redefined policy is absent state here,
+    -- anything else is corrupt
+    if redis.call('TYPE', KEYS[1])['ok'] == 'zset' then
+      local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+      if first[1] == nil or string.find(first[1], '^%d+:%d+$') then
+        return {0, 0, 0}
+      end
+    end
+    return nil
+  end
+  if not raw then
+    return {0, 0, 0}
+  end
+  local head = string.sub(raw, 1, 1)
+  if head ~= tag then
+    if (head == 'f' or head == 's' or head == 't' or head == 'g') and string.find(raw, '^%a[%d:]+$') then
+      return {0, 0, 0}
+    end
+    return nil
+  end
+  local a, b, c
+  if fields == 2 then
+    a, b = string.match(raw, '^%a(%d%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?):(%d%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?)$')
+    c = '0'
+  else
+    a, b, c = string.match(raw, '^%a(%d%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?):(%d%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?):(%d%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?)$')
+  end
+  if a == nil then
+    return nil
+  end
+  local st = {tonumber(a), tonumber(b), tonumber(c)}
+  if st[1] == 0 or st[1] > MAX_FIELD or st[2] > MAX_FIELD or st[3] > MAX_FIELD then
+    return nil
+  end
+  return st
+end
+
+-- Writes the state with a TTL that ends when it can no longer matter (ReferenceModel.expiresAt),
+-- or deletes it when that moment has already come (it then decides exactly like an absent state).
+local function save(tag, st, fields, expiresAt)
+  local ttl = cdiv(expiresAt - now, 1000)
+  if ttl <= 0 then
+    if grace <= 0 then
+      redis.call('DEL', KEYS[1])
+      return
+    end
+    ttl = 0
+  end
+  local v
+  if fields == 2 then
+    v = tag .. str(st[1]) .. ':' .. str(st[2])
+  else
+    v = tag .. str(st[1]) .. ':' .. str(st[2]) .. ':' .. str(st[3])
+  end
+  redis.call('SET', KEYS[1], v, 'PX', str(ttl + grace))
+end
+
+local CORRUPT = {1, 0, 0, 0, 0, 0, 0}

@@ -1,0 +1,71 @@
+-- Token bucket (ReferenceModel.tokenBucket). ARGV[6] capacity, ARGV[7] refill tokens, ARGV[8] refill
+-- period (us). Tokens are kept scaled by the period. State 't<time of last update>:<scaled tokens>'.
+local capacity = tonumber(ARGV[6])
+local r = tonumber(ARGV[7])
+local p = tonumber(ARGV[8])
+local full = capacity * p
+local st = load('t', 2)
+if st == nil then
+  return CORRUPT
+end
+
+local function refill()
+  if st[1] == 0 then
+    return full
+  end
+  local s = st[2]
+  local elapsed = now - st[1]
+  if elapsed <= 0 then
+    return s
+  end
+  local toFull = cdiv(full - s, r)
+  if elapsed >= toFull then
+    return full
+  end
+  return s + elapsed * r
+end
+
+local function step(n, charge)
+  local t = now
+  if st[1] ~= 0 then
+    t = math.max(now, st[1])
+  end
+  local s = refill()
+  local need = n * p
+  if s >= need then
+    if charge then
+      local after = s - need
+      st[1], st[2] = t, after
+      return {0, 1, fdiv(after, p), t + cdiv(full - after, r), 0, 0, 1}
+    end
+    return {0, 1, fdiv(s, p), t + cdiv(full - s, r), 0, 0, 0}
+  end
+  return {0, 0, fdiv(s, p), t + cdiv(full - s, r), t + cdiv(need - s, r) - now, 0, 0}
+end
+
+local function expires()
+  return st[1] + cdiv(full - st[2], r)
+end
+
+if op == 'a' then
+  local res = step(permits, true)
+  if res[7] == 1 then
+    save('t', st, 2, expires())
+  end
+  return res
+elseif op == 'p' then
+  return step(1, false)
+end
+-- refund: back into the bucket, capped at capacity
+local s = refill()
+local s2 = math.min(full, s + permits * p)
+local wrote = s2 ~= s
+if wrote then
+  st[1], st[2] = math.max(now, st[1]), s2
+end
+local res = step(1, false)
+if wrote then
+  res[7] = 1
+  save('t', st, 2, expires())
+end
+return res

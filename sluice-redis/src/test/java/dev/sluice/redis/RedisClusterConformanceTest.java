@@ -1,0 +1,82 @@
+package dev.sluice.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Ticker;
+import dev.sluice.tck.RateLimiterContract;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.cluster.RedisClusterClient;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The conformance kit against a three-master Redis Cluster this test starts on ports 7101-7103
+ * ({@code --cluster-enabled yes}, {@code redis-cli --cluster create}) and tears down after.
+ */
+class RedisClusterConformanceTest extends RateLimiterContract {
+  static final int[] PORTS = {7101, 7102, 7103};
+  private static final List<RedisServerProcess> NODES = new ArrayList<>();
+  private static RedisClusterClient client;
+
+  @BeforeAll static void startCluster() throws Exception {
+    for (int port : PORTS) {
+      NODES.add(RedisServerProcess.start(port, "--cluster-enabled", "yes",
+          "--cluster-config-file", "nodes-" + port + ".conf", "--cluster-node-timeout", "5000"));
+    }
+    List<String> create = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
+    for (int port : PORTS) {
+      create.add("127.0.0.1:" + port);
+    }
+    create.addAll(List.of("--cluster-replicas", "0", "--cluster-yes"));
+    String out = RedisServerProcess.output(create.toArray(String[]::new));
+    assertThat(out).as("redis-cli --cluster create").contains("All 16384 slots covered");
+    long deadline = System.nanoTime() + 20_000_000_000L;
+    for (int port : PORTS) {
+      while (!RedisServerProcess.output("redis-cli", "-p", Integer.toString(port), "cluster", "info").contains("cluster_state:ok")) {
+        assertThat(System.nanoTime()).as("cluster node %d reaches state ok", port).isLessThan(deadline);
+        Thread.sleep(50);
+      }
+    }
+    RedisURI seed = RedisURI.create("redis://127.0.0.1:" + PORTS[0]);
+    seed.setTimeout(Duration.ofSeconds(5));
+    client = RedisClusterClient.create(seed);
+  }
+
+  @AfterAll static void stopCluster() throws Exception {
+    if (client != null) {
+      client.shutdown(Duration.ZERO, Duration.ofSeconds(1));
+    }
+    for (RedisServerProcess n : NODES) {
+      n.close();
+    }
+    NODES.clear();
+  }
+
+  @Override protected RateLimiter newLimiter(Policy policy, Ticker ticker) {
+    return RedisRateLimiter.builder(policy, client).ticker(ticker).timeout(Duration.ofSeconds(2)).build();
+  }
+
+  @Override protected int traceLength() {
+    return 4_000;
+  }
+
+  /** The cluster really spreads limiter keys over its three masters (one slot per key, any node). */
+  @Test void keysLandOnEveryMaster() throws Exception {
+    Policy p = Policy.fixedWindow("spread-" + System.nanoTime(), 5, Duration.ofMinutes(1));
+    try (RedisRateLimiter l = RedisRateLimiter.builder(p, client).build()) {
+      for (int i = 0; i < 60; i++) {
+        assertThat(l.tryAcquire("user-" + i).allowed()).isTrue();
+      }
+    }
+    for (int port : PORTS) {
+      String keys = RedisServerProcess.output("redis-cli", "-p", Integer.toString(port), "--scan", "--pattern", "sluice:{*}");
+      assertThat(keys.lines().count()).as("keys on master %d", port).isPositive();
+    }
+  }
+}

@@ -1,0 +1,175 @@
+package dev.sluice.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sluice.Decision;
+import dev.sluice.FailureMode;
+import dev.sluice.ManualTicker;
+import dev.sluice.Path;
+import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
+import dev.sluice.Reason;
+import dev.sluice.Refund;
+import dev.sluice.Ticker;
+import java.io.InputStream;
+import java.lang.module.ModuleDescriptor;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+/** Builder rules, clock rules, listeners and the module surface. */
+class RedisRateLimiterTest {
+  private static String unique(String what) {
+    return what + "-" + UUID.randomUUID().toString().substring(0, 8);
+  }
+
+  @Test void aPerCallOverrideOutsideTheRangeIsRefusedBeforeAnythingIsSent() {
+    Policy huge = Policy.slidingLog("huge-log", Long.MAX_VALUE, Duration.ofMinutes(1));
+    String message = "policy 'huge-log': sliding-log limit 9223372036854775807 exceeds 2^52, the exact-integer range"
+        + " of the Redis scripts (Lua doubles); use a smaller limit";
+    try (RedisRateLimiter l = RedisRateLimiter.builder(Policy.fixedWindow(unique("fw"), 3, Duration.ofMinutes(1)),
+        SharedRedis.client()).build()) {
+      assertThatThrownBy(() -> l.tryAcquire("k", 1, huge)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
+      assertThatThrownBy(() -> l.tryAcquireAsync("k", 1, huge)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
+      assertThatThrownBy(() -> l.peek("k", huge)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
+      assertThat(l.refund(new dev.sluice.Ticket(huge, "k", 1, 5))).isEqualTo(Refund.NO_EFFECT);
+    }
+  }
+
+  @Test void aPolicyRedefinedWithAnotherAlgorithmStartsFresh() {
+    String name = unique("redefined");
+    Policy counter = Policy.fixedWindow(name, 2, Duration.ofMinutes(1));
+    Policy log = Policy.slidingLog(name, 3, Duration.ofMinutes(1));
+    try (RedisRateLimiter l = RedisRateLimiter.builder(counter, SharedRedis.client()).build()) {
+      assertThat(l.tryAcquire("k", 2).allowed()).isTrue();
+      assertThat(l.tryAcquire("k", 3, log).remaining()).as("the counter's state says nothing about the log").isZero();
+      assertThat(l.peek("k", counter).remaining()).as("and the log's nothing about the counter").isEqualTo(2);
+      assertThat(l.tryAcquire("k", 2, counter).allowed()).isTrue();
+      assertThat(l.peek("k", log).remaining()).isEqualTo(3);
+    }
+  }
+
+  @Test void valuesOutsideTheScriptsExactRangeAreRefused() {
+    assertThatThrownBy(() -> RedisRateLimiter.builder(Policy.fixedWindow("huge", Long.MAX_VALUE, Duration.ofSeconds(1)),
+        SharedRedis.client()).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("policy 'huge': fixed-window limit 9223372036854775807 exceeds 2^52, the exact-integer range of the"
+            + " Redis scripts (Lua doubles); use a smaller limit");
+    assertThatThrownBy(() -> RedisRateLimiter.builder(Policy.slidingWindow("ages", 1, Duration.ofDays(365L * 100)),
+        SharedRedis.client()).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("policy 'ages': sliding-window window 3153600000000000 us exceeds 2^51 us");
+  }
+
+  @Test void builderSettingsFailFast() {
+    Policy p = Policy.fixedWindow("b", 1, Duration.ofSeconds(1));
+    var b = RedisRateLimiter.builder(p, SharedRedis.client());
+    assertThatThrownBy(() -> b.timeout(Duration.ofNanos(999_999))).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("timeout PT0.000999999S is under 1 ms; give every Redis call at least Duration.ofMillis(1)");
+    assertThatThrownBy(() -> b.timeout(null)).isInstanceOf(IllegalArgumentException.class).hasMessage("timeout is null");
+    assertThatThrownBy(() -> b.failureMode(null)).isInstanceOf(IllegalArgumentException.class).hasMessage("failureMode is null");
+    assertThatThrownBy(() -> b.ticker(null)).isInstanceOf(IllegalArgumentException.class).hasMessage("ticker is null");
+    assertThatThrownBy(() -> b.expiryGrace(Duration.ofMillis(-1))).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("expiryGrace PT-0.001S is negative; use Duration.ZERO or more");
+    assertThatThrownBy(() -> RedisRateLimiter.builder(null, SharedRedis.client())).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("policy is null");
+    assertThatThrownBy(() -> RedisRateLimiter.builder(p, (io.lettuce.core.RedisClient) null))
+        .isInstanceOf(IllegalArgumentException.class).hasMessage("client is null");
+  }
+
+  @Test void anInvalidClockReadingFailsClosedEvenWhenOpen() {
+    ManualTicker ticker = Ticker.manual(0);
+    AtomicInteger alerts = new AtomicInteger();
+    Policy p = Policy.tokenBucket(unique("clock"), 3, 1, Duration.ofSeconds(1));
+    try (RedisRateLimiter l = RedisRateLimiter.builder(p, SharedRedis.client()).ticker(ticker)
+        .failureMode(FailureMode.open((pol, r, c) -> alerts.incrementAndGet())).build()) {
+      for (long bad : new long[] {0, -5, (1L << 52) + 1}) {
+        ticker.set(bad);
+        Decision d = l.tryAcquire("k");
+        assertThat(d.allowed()).isFalse();
+        assertThat(d.reason()).isEqualTo(Reason.INVALID_CLOCK);
+        assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
+        assertThat(l.tryAcquireAsync("k", 1).toCompletableFuture().join().reason()).isEqualTo(Reason.INVALID_CLOCK);
+      }
+      ticker.set(1L << 52);
+      assertThat(l.tryAcquire("k").path()).isEqualTo(Path.PRIMARY);
+    }
+    assertThat(alerts).hasValue(0);
+  }
+
+  @Test void aConnectionTheCallerOwnsIsUsedAndLeftOpen() throws Exception {
+    var connection = SharedRedis.client().connect();
+    Policy p = Policy.gcra(unique("own"), 1, Duration.ofMinutes(1), 2);
+    try (RedisRateLimiter l = RedisRateLimiter.builder(p, connection).build()) {
+      assertThat(l.tryAcquire("k", 2).allowed()).isTrue();
+      Decision refused = l.tryAcquireAsync("k", 1).toCompletableFuture().get();
+      assertThat(refused.reason()).isEqualTo(Reason.LIMIT_EXCEEDED);
+    }
+    assertThat(connection.isOpen()).as("closing the limiter leaves the caller's connection open").isTrue();
+    connection.close();
+  }
+
+  @Test void listenersSeeKeysOnlyWhenOptedIn() {
+    Policy p = Policy.fixedWindow(unique("listen"), 1, Duration.ofMinutes(1));
+    for (boolean includeKeys : new boolean[] {false, true}) {
+      List<String> seen = new ArrayList<>();
+      List<Reason> refusals = new ArrayList<>();
+      AtomicInteger storeCalls = new AtomicInteger();
+      List<Refund> refunds = new ArrayList<>();
+      RateLimitListener listener = new RateLimitListener() {
+        @Override public void onDecision(Decision d, String key) {
+          seen.add(key);
+        }
+
+        @Override public void onRefusal(Decision d, String key) {
+          refusals.add(d.reason());
+        }
+
+        @Override public void onStoreCall(Policy policy, long latencyNanos, Throwable error) {
+          storeCalls.incrementAndGet();
+          assertThat(latencyNanos).isPositive();
+          assertThat(error).isNull();
+        }
+
+        @Override public void onRefund(Policy policy, Refund r) {
+          refunds.add(r);
+          throw new IllegalStateException("a throwing listener never breaks a refund");
+        }
+      };
+      try (RedisRateLimiter l = RedisRateLimiter.builder(p, SharedRedis.client()).listener(listener, includeKeys).build()) {
+        String key = unique("who");
+        Decision d = l.tryAcquire(key);
+        l.tryAcquire(key);
+        assertThat(l.refund(d.ticket().orElseThrow())).isEqualTo(Refund.APPLIED);
+        assertThat(seen).containsExactly(includeKeys ? key : null, includeKeys ? key : null);
+        assertThat(refusals).containsExactly(Reason.LIMIT_EXCEEDED);
+        assertThat(storeCalls).hasValue(3);
+        assertThat(refunds).containsExactly(Refund.APPLIED);
+      }
+    }
+  }
+
+  @Test void theModuleExportsOnlyTheApiPackage() throws Exception {
+    ModuleDescriptor d;
+    try (InputStream in = Files.newInputStream(java.nio.file.Path.of(System.getenv().getOrDefault("SLUICE_MODULE_DIR", "."),
+        "target", "classes", "module-info.class"))) {
+      d = ModuleDescriptor.read(in);
+    }
+    assertThat(d.name()).isEqualTo("dev.sluice.redis");
+    Set<String> exports = d.exports().stream().map(ModuleDescriptor.Exports::source).collect(Collectors.toCollection(TreeSet::new));
+    assertThat(exports).containsExactly("dev.sluice.redis");
+    assertThat(d.requires().stream().map(ModuleDescriptor.Requires::name)).contains("dev.sluice.core", "lettuce.core");
+    // The implementation classes stay package-private.
+    for (Class<?> c : List.of(RedisScript.class, RedisPlan.class, RedisLink.class)) {
+      assertThat(java.lang.reflect.Modifier.isPublic(c.getModifiers())).as(c.getName()).isFalse();
+    }
+  }
+}
