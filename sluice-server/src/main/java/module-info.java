@@ -4,6 +4,8 @@
  */
 module dev.sluice.server {
   requires dev.sluice.core;
+  requires dev.sluice.redis;
+  requires lettuce.core;
   requires info.picocli;
   requires com.fasterxml.jackson.databind;
   requires com.fasterxml.jackson.dataformat.yaml;

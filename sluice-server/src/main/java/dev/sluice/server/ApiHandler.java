@@ -97,6 +97,10 @@ final class ApiHandler extends Handler.Abstract {
     });
   }
 
+  RateLimiter limiter(String policy) {
+    return entries.get(policy).limiter();
+  }
+
   /** An answer that is not a decision: an error status with its JSON body. */
   static final class ApiError extends RuntimeException {
     private static final long serialVersionUID = 1L;

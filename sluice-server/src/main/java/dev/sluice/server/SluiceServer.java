@@ -23,6 +23,7 @@ public final class SluiceServer implements AutoCloseable {
   private final ServerConnector connector;
   private final Store store;
   private final GracefulHandler graceful;
+  private final ApiHandler api;
   private final List<Policy> policies;
 
   SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
@@ -43,7 +44,7 @@ public final class SluiceServer implements AutoCloseable {
     // requests in flight are still drained by the GracefulHandler up to the stop timeout.
     connector.setShutdownIdleTimeout(100);
     jetty.addConnector(connector);
-    ApiHandler api = new ApiHandler(policies, store, ticker, new TicketCodec(), new SpentTickets(spentTicketCapacity),
+    api = new ApiHandler(policies, store, ticker, new TicketCodec(), new SpentTickets(spentTicketCapacity),
         new ServerMetrics());
     graceful = new GracefulHandler(api);
     jetty.setHandler(graceful);
@@ -75,6 +76,11 @@ public final class SluiceServer implements AutoCloseable {
       host = "[" + host + "]";
     }
     return URI.create("http://" + host + ":" + port());
+  }
+
+  /** The limiter deciding for {@code policy}. */
+  dev.sluice.RateLimiter limiterFor(Policy policy) {
+    return api.limiter(policy.name());
   }
 
   /** Requests being handled now (those a graceful stop waits for). */

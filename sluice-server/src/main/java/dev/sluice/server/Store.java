@@ -1,9 +1,12 @@
 package dev.sluice.server;
 
+import dev.sluice.Algorithm;
+import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
 import dev.sluice.memory.MemoryRateLimiter;
+import java.time.Duration;
 import java.util.List;
 
 /**
@@ -38,16 +41,25 @@ abstract class Store implements AutoCloseable {
     return MemoryRateLimiter.builder(policy).ticker(ticker).maxKeys(maxKeys).build();
   }
 
-  /** {@code --redis URL}. */
-  static Store redis(String url) {
-    throw new IllegalArgumentException("--redis " + redact(url) + ": the Redis store (sluice-redis) is not part of this build"
-        + " yet; run on the memory store (omit --redis)");
+  /** {@code --redis URL}: every policy on Redis, one connection per policy from one client. */
+  static Store redis(String url, FailureMode failureMode, Duration timeout) {
+    return new RedisStore(url, failureMode, timeout);
   }
 
-  /** {@code --postgres URL}. */
-  static Store postgres(String url) {
+  /** {@code --postgres URL}: every policy in one PostgreSQL table, through one connection pool. */
+  static Store postgres(String url, String table, FailureMode failureMode, Duration timeout, Duration sweepInterval) {
     throw new IllegalArgumentException("--postgres " + redact(url) + ": the PostgreSQL store (sluice-jdbc) is not part of this"
-        + " build yet; run on the memory store (omit --postgres)");
+        + " build yet; run on the memory store (omit --postgres) or on --redis");
+  }
+
+  /** The shared stores keep one row or hash per key: the exact sliding log, a list per key, is memory-only. */
+  static void refuseSlidingLog(List<Policy> policies, String store) {
+    for (Policy p : policies) {
+      if (p.algorithm() instanceof Algorithm.SlidingLog) {
+        throw new IllegalArgumentException("policy '" + p.name() + "' uses sliding-log, which runs on the memory store only"
+            + " (its state grows with the limit); on " + store + " use sliding-window, or drop --" + store);
+      }
+    }
   }
 
   /** {@code url} without a password ({@code user:secret@} and {@code password=} are masked). */
