@@ -55,6 +55,10 @@ final class ServeCommand implements Callable<Integer> {
       description = "Memory store: most keys tracked per policy; a spray of new keys beyond it is refused, never evicting anyone. Default: ${DEFAULT-VALUE}.")
   int maxKeys;
 
+  @Option(names = "--max-key-length", defaultValue = "512", paramLabel = "N",
+      description = "Memory store: longest key in UTF-16 code units (an emoji counts two); longer keys are a 400. Default: ${DEFAULT-VALUE}.")
+  int maxKeyLength;
+
   @Option(names = "--shutdown-timeout", defaultValue = "10s", paramLabel = "DURATION",
       description = "On SIGTERM, how long requests in flight may take to finish. Default: ${DEFAULT-VALUE}.")
   String shutdownTimeout;
@@ -65,7 +69,7 @@ final class ServeCommand implements Callable<Integer> {
 
   private Store store() {
     if (redis == null && postgres == null) {
-      return Store.memory(maxKeys, Ticker.system());
+      return Store.memory(maxKeys, maxKeyLength, Ticker.system());
     }
     Duration timeout = Durations.parse("--store-timeout", storeTimeout);
     if (timeout.compareTo(Duration.ofMillis(1)) < 0) {

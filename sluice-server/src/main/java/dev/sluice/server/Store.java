@@ -33,7 +33,11 @@ abstract class Store implements AutoCloseable {
   @Override public void close() {}
 
   static Store memory(int maxKeys, Ticker ticker) {
-    return new MemoryStore(maxKeys, ticker);
+    return new MemoryStore(maxKeys, MemoryRateLimiter.DEFAULT_MAX_KEY_LENGTH, ticker);
+  }
+
+  static Store memory(int maxKeys, int maxKeyLength, Ticker ticker) {
+    return new MemoryStore(maxKeys, maxKeyLength, ticker);
   }
 
   /** One memory-tier limiter: per process, bounded to {@code maxKeys} tracked keys. */
@@ -74,22 +78,29 @@ abstract class Store implements AutoCloseable {
     private final int maxKeys;
     private final Ticker ticker;
 
-    MemoryStore(int maxKeys, Ticker ticker) {
+    private final int maxKeyLength;
+
+    MemoryStore(int maxKeys, int maxKeyLength, Ticker ticker) {
       if (maxKeys < 1) {
         throw new IllegalArgumentException("--max-keys " + maxKeys + " is not positive; it must be at least 1");
       }
+      if (maxKeyLength < 1) {
+        throw new IllegalArgumentException("--max-key-length " + maxKeyLength + " is not positive; it must be at least 1");
+      }
       this.maxKeys = maxKeys;
+      this.maxKeyLength = maxKeyLength;
       this.ticker = ticker;
     }
 
     @Override String name() { return "memory"; }
 
-    @Override String describe() { return "the embedded memory store (per process, at most " + maxKeys + " keys per policy)"; }
+    @Override String describe() { return "the embedded memory store (per process, at most " + maxKeys + " keys per policy, keys of at most "
+        + maxKeyLength + " characters)"; }
 
     @Override boolean shared() { return false; }
 
     @Override RateLimiter limiter(Policy policy) {
-      return memoryLimiter(policy, ticker, maxKeys);
+      return MemoryRateLimiter.builder(policy).ticker(ticker).maxKeys(maxKeys).maxKeyLength(maxKeyLength).build();
     }
   }
 }

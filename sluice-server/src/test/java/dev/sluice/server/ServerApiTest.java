@@ -233,7 +233,9 @@ class ServerApiTest {
     assertBad(http.post("/v1/acquire", ""), "request body is empty; send a JSON object (acquire takes policy, key and permits)");
     assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\\ud800\"}"),
         "key \"a\\ud800\" has an unpaired UTF-16 surrogate at index 1; a key must be well-formed Unicode so that distinct keys hash to distinct ids");
-    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"" + "k".repeat(600) + "\"}"), null);
+    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"" + "k".repeat(600) + "\"}"),
+        "key \"" + "k".repeat(64) + "\"...(600 chars) is 600 UTF-16 code units long; the memory tier accepts at most 512"
+            + " (maxKeyLength): shorten or hash the key, or raise maxKeyLength");
     assertBad(http.post("/v1/refund", "{}"), "ticket is missing");
     assertBad(http.get("/v1/peek?policy=login"), "query parameter 'key' is missing; use GET /v1/peek?policy=NAME&key=KEY");
     assertBad(http.get("/v1/peek?policy=zzz&key=a"), "policy \"zzz\" is not configured; configured policies: api, login, search");
