@@ -6,6 +6,7 @@ module dev.sluice.core {
   exports dev.sluice;
   exports dev.sluice.model;
   exports dev.sluice.memory;
+  exports dev.sluice.compose;
   exports dev.sluice.spi;
   exports dev.sluice.store;
   // Validation and hashing shared by the backends; not API.

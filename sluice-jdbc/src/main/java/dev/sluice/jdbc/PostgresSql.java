@@ -1,0 +1,355 @@
+package dev.sluice.jdbc;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The SQL of the PostgreSQL backend: one statement per decision, generated once per limiter and
+ * algorithm.
+ *
+ * <p>Each algorithm of {@link dev.sluice.model.ReferenceModel} is written out as nested
+ * sub-SELECTs (one per intermediate of the Java step, named like the Java locals), so that a reader
+ * can check the SQL against the model line by line. Java's {@code Math.floorDiv}/{@code ceilDiv}
+ * become explicit {@code CASE} forms on bigint (SQL's {@code /} truncates toward zero, as Java's
+ * {@code /} does, so plain divisions port unchanged).
+ *
+ * <h2>The acquire statement</h2>
+ * <pre>
+ * WITH c   AS (SELECT now [, set_config('synchronous_commit','off',true)]),
+ *      cur AS (SELECT the row as of the statement's snapshot),
+ *      up  AS (INSERT the fresh-key state
+ *                WHERE there is no row, or the step on cur allows              -- (1) snapshot pre-check
+ *              ON CONFLICT DO UPDATE SET the stepped state
+ *                WHERE the locked row is well-formed AND the step on it allows -- (2) authoritative
+ *              RETURNING the new state)
+ * SELECT c.now, up.*, cur.* FROM c LEFT JOIN up LEFT JOIN cur
+ * </pre>
+ * (2) computes from the row it locked (the latest committed version), so two racing consumers of
+ * the last permit resolve to exactly one winner. (1) exists because ON CONFLICT locks the existing
+ * row before it evaluates its WHERE: without it a refusal would still take a row lock, which is a
+ * write (an xid, a WAL record, a commit flush). With it, a refusal the snapshot can already see
+ * inserts no row, locks nothing and writes nothing. Either way the caller computes a refusal's
+ * remaining and retry-after from {@code cur} with the reference model, in the same round trip; when
+ * (1) allowed but (2) refused (a concurrent writer committed in between), the snapshot is stale
+ * and the caller asks once more.
+ *
+ * <p>Placeholders {@code {name}} become JDBC {@code ?} parameters bound by name ({@link Bound}).
+ */
+final class PostgresSql {
+  static final int ALG_FIXED = 1, ALG_SLIDING = 2, ALG_BUCKET = 3, ALG_GCRA = 4;
+
+  /** Largest state value a well-formed row holds (2^53); anything above is treated as corrupt. */
+  static final long MAX_STATE = 1L << 53;
+
+  private static final String SERVER_NOW = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
+  private static final String ROW_COLS = "alg, pinned, p1, p2, p3, s0, s1, s2";
+
+  private final String table;
+  private final boolean tickerTime;
+  private final boolean relaxed;
+  private final boolean tenantMode;
+
+  PostgresSql(String table, boolean tickerTime, boolean relaxed, boolean tenantMode) {
+    this.table = table;
+    this.tickerTime = tickerTime;
+    this.relaxed = relaxed;
+    this.tenantMode = tenantMode;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Statements.
+  // ---------------------------------------------------------------------------------------------
+
+  Bound acquire(int alg) {
+    String insertL1 = "SELECT c.now AS now, {n} AS n, {p1} AS p1, {p2} AS p2, {p3} AS p3,"
+        + " 0::bigint AS s0, 0::bigint AS s1, 0::bigint AS s2";
+    String updateL1 = "SELECT EXCLUDED.updated_at AS now, {n} AS n,"
+        + " CASE WHEN r.pinned THEN r.p1 ELSE EXCLUDED.p1 END AS p1,"
+        + " CASE WHEN r.pinned THEN r.p2 ELSE EXCLUDED.p2 END AS p2,"
+        + " CASE WHEN r.pinned THEN r.p3 ELSE EXCLUDED.p3 END AS p3,"
+        + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s0 ELSE 0 END AS s0,"
+        + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s1 ELSE 0 END AS s1,"
+        + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s2 ELSE 0 END AS s2";
+    String snapshotL1 = "SELECT c.now AS now, {n} AS n,"
+        + " CASE WHEN cur.pinned THEN cur.p1 ELSE {p1} END AS p1,"
+        + " CASE WHEN cur.pinned THEN cur.p2 ELSE {p2} END AS p2,"
+        + " CASE WHEN cur.pinned THEN cur.p3 ELSE {p3} END AS p3,"
+        + " CASE WHEN cur.alg = {alg} THEN cur.s0 ELSE 0 END AS s0,"
+        + " CASE WHEN cur.alg = {alg} THEN cur.s1 ELSE 0 END AS s1,"
+        + " CASE WHEN cur.alg = {alg} THEN cur.s2 ELSE 0 END AS s2";
+    String update = step(alg, updateL1);
+    // The snapshot pre-check: when the statement's snapshot already refuses, the INSERT gets no row
+    // at all, so ON CONFLICT never locks the existing row (a lock is a write: an xid, WAL, a dirty
+    // page). Only a snapshot that allows goes on to lock the row and re-decide on its latest version.
+    String sql = prefix()
+        + "WITH c AS (SELECT " + now() + " AS now" + durability() + "),\n"
+        + "cur AS (SELECT " + ROW_COLS + " FROM " + table + " WHERE " + pk("") + "),\n"
+        + "up AS (INSERT INTO " + table + " AS r (tenant, policy_id, key_id, alg, p1, p2, p3, pinned, s0, s1, s2, expires_at, version, updated_at)\n"
+        + "  SELECT " + tenant() + ", {pid}, {kid}, {alg}, {p1}, {p2}, {p3}, false, x.s0, x.s1, x.s2, x.exp, 1, c.now\n"
+        + "  FROM c LEFT JOIN cur ON true, LATERAL (" + step(alg, insertL1) + ") x\n"
+        + "  WHERE cur.alg IS NULL OR ((NOT cur.pinned OR cur.alg = {alg}) AND " + wellFormed("cur") + "\n"
+        + "    AND (SELECT y.ok FROM (" + step(alg, snapshotL1) + ") y))\n"
+        + "  ON CONFLICT (tenant, policy_id, key_id) DO UPDATE\n"
+        + "  SET (s0, s1, s2, expires_at, alg, p1, p2, p3, version, updated_at) =\n"
+        + "      (SELECT y.s0, y.s1, y.s2, y.exp, EXCLUDED.alg, y.p1, y.p2, y.p3, r.version + 1, EXCLUDED.updated_at FROM (" + update + ") y)\n"
+        + "  WHERE (NOT r.pinned OR r.alg = EXCLUDED.alg) AND " + wellFormed("r") + "\n"
+        + "    AND (SELECT y.ok FROM (" + update + ") y)\n"
+        + "  RETURNING r.s0, r.s1, r.s2, r.p1, r.p2, r.p3, r.pinned)\n"
+        + "SELECT c.now, up.s0, up.s1, up.s2, up.p1, up.p2, up.p3, up.pinned, cur.* FROM c LEFT JOIN up ON true LEFT JOIN cur ON true";
+    return new Bound(sql);
+  }
+
+  /** The row as of the statement's snapshot, and the time: no write, no lock. */
+  Bound peek() {
+    String sql = prefix()
+        + "WITH c AS (SELECT " + now() + " AS now)\n"
+        + "SELECT c.now, cur.* FROM c LEFT JOIN (SELECT " + ROW_COLS + " FROM " + table + " WHERE " + pk("") + ") cur ON true";
+    return new Bound(sql);
+  }
+
+  /** Gives permits back as {@code ReferenceModel.refund}; returns a row only when it applied. */
+  Bound refund(int alg) {
+    String l1 = "SELECT c.now AS now, {n} AS n, {stamp} AS stamp,"
+        + " CASE WHEN r.pinned THEN r.p1 ELSE {p1} END AS p1,"
+        + " CASE WHEN r.pinned THEN r.p2 ELSE {p2} END AS p2,"
+        + " CASE WHEN r.pinned THEN r.p3 ELSE {p3} END AS p3,"
+        + " r.s0 AS s0, r.s1 AS s1, r.s2 AS s2";
+    String st = refundStep(alg, l1);
+    String sql = prefix()
+        + "WITH c AS (SELECT " + now() + " AS now" + durability() + ")\n"
+        + "UPDATE " + table + " AS r SET (s0, s1, s2, expires_at, version, updated_at) =\n"
+        + "  (SELECT y.s0, y.s1, y.s2, y.exp, r.version + 1, c.now FROM (" + st + ") y)\n"
+        + "FROM c WHERE " + pk("r.") + " AND r.alg = {alg} AND " + wellFormed("r") + "\n"
+        + "  AND (SELECT y.ok FROM (" + st + ") y)\n"
+        + "RETURNING r.version";
+    return new Bound(sql);
+  }
+
+  /** Forgets a key: deletes its row, or for an overridden (pinned) row clears the state but keeps the override. */
+  Bound reset() {
+    String sql = prefix()
+        + "WITH c AS (SELECT " + now() + " AS now" + durability() + "),\n"
+        + "d AS (DELETE FROM " + table + " WHERE " + pk("") + " AND NOT pinned RETURNING 1)\n"
+        + "UPDATE " + table + " AS r SET s0 = 0, s1 = 0, s2 = 0, expires_at = 0, version = r.version + 1, updated_at = c.now\n"
+        + "FROM c WHERE " + pk("r.") + " AND r.pinned";
+    return new Bound(sql);
+  }
+
+  /**
+   * Pins a key's configuration. The state is kept when the algorithm and its time unit are unchanged
+   * (a token bucket's tokens are capped at the new capacity); otherwise the key starts fresh.
+   */
+  Bound override() {
+    String keep = "(r.alg = EXCLUDED.alg AND CASE r.alg"
+        + " WHEN " + ALG_FIXED + " THEN r.p2 = EXCLUDED.p2"
+        + " WHEN " + ALG_SLIDING + " THEN r.p2 = EXCLUDED.p2"
+        + " WHEN " + ALG_BUCKET + " THEN r.p3 = EXCLUDED.p3"
+        + " ELSE r.p1 = EXCLUDED.p1 AND r.p2 = EXCLUDED.p2 END AND " + wellFormed("r") + ")";
+    String sql = prefix()
+        + "WITH c AS (SELECT " + now() + " AS now" + durability() + ")\n"
+        + "INSERT INTO " + table + " AS r (tenant, policy_id, key_id, alg, p1, p2, p3, pinned, s0, s1, s2, expires_at, version, updated_at)\n"
+        + "SELECT " + tenant() + ", {pid}, {kid}, {alg}, {p1}, {p2}, {p3}, true, 0, 0, 0, 0, 1, c.now FROM c\n"
+        + "ON CONFLICT (tenant, policy_id, key_id) DO UPDATE SET alg = EXCLUDED.alg, p1 = EXCLUDED.p1, p2 = EXCLUDED.p2,"
+        + " p3 = EXCLUDED.p3, pinned = true,\n"
+        + "  s0 = CASE WHEN " + keep + " THEN r.s0 ELSE 0 END,\n"
+        + "  s1 = CASE WHEN " + keep + " THEN CASE WHEN r.alg = " + ALG_BUCKET
+        + " THEN LEAST(r.s1, EXCLUDED.p1 * EXCLUDED.p3) ELSE r.s1 END ELSE 0 END,\n"
+        + "  s2 = CASE WHEN " + keep + " THEN r.s2 ELSE 0 END,\n"
+        + "  version = r.version + 1, updated_at = EXCLUDED.updated_at";
+    return new Bound(sql);
+  }
+
+  /** Drops a key's override: the caller's policy decides it again. */
+  Bound clearOverride() {
+    String sql = prefix()
+        + "UPDATE " + table + " SET pinned = false, version = version + 1 WHERE " + pk("") + " AND pinned";
+    return new Bound(sql);
+  }
+
+  /**
+   * One sweep batch read: expired, unpinned rows after the cursor, in primary-key order (a range scan
+   * of the one index), with whether each is well-formed.
+   */
+  Bound sweepRead() {
+    String scope = tenantMode ? "tenant = " + tenant() + " AND " : "";
+    String sql = prefix()
+        + "WITH c AS (SELECT " + now() + " AS now)\n"
+        + "SELECT r.tenant, r.policy_id, r.key_id, r.version, " + wellFormed("r") + " AS ok FROM " + table + " AS r, c\n"
+        + "WHERE " + scope + "(r.tenant, r.policy_id, r.key_id) > ({ctenant}, {cpid}, {ckid})"
+        + " AND r.expires_at < c.now AND NOT r.pinned\n"
+        + "ORDER BY r.tenant, r.policy_id, r.key_id LIMIT {limit}";
+    return new Bound(sql);
+  }
+
+  /** Deletes the rows of a batch whose version is still the one read. */
+  Bound sweepDelete() {
+    String sql = prefix()
+        + "DELETE FROM " + table + " AS r USING unnest({tenants}::text[], {pids}::text[], {kids}::text[], {versions}::bigint[])"
+        + " AS b(tenant, policy_id, key_id, version)\n"
+        + "WHERE r.tenant = b.tenant AND r.policy_id = b.policy_id AND r.key_id = b.key_id AND r.version = b.version"
+        + " AND NOT r.pinned";
+    return new Bound(sql);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Pieces.
+  // ---------------------------------------------------------------------------------------------
+
+  /** Tenant mode binds the tenant to the statement's transaction first, in the same round trip. */
+  private String prefix() {
+    return tenantMode ? "SELECT set_config('sluice.tenant', {tenant}, true);\n" : "";
+  }
+
+  private String tenant() {
+    return tenantMode ? "{tenant}" : "''";
+  }
+
+  private String pk(String alias) {
+    return alias + "tenant = " + tenant() + " AND " + alias + "policy_id = {pid} AND " + alias + "key_id = {kid}";
+  }
+
+  private String now() {
+    return tickerTime ? "{now}::bigint" : SERVER_NOW;
+  }
+
+  private String durability() {
+    return relaxed ? ", set_config('synchronous_commit', 'off', true) AS relaxed" : "";
+  }
+
+  /**
+   * The row predicate "this is a state Sluice wrote": known algorithm, state values in [0, 2^53], an
+   * absent state all zeros, unused slots zero, and a pinned configuration that the core's
+   * {@link dev.sluice.Algorithm} records would accept. {@link JdbcRateLimiter#wellFormed} is the
+   * same predicate in Java.
+   */
+  static String wellFormed(String r) {
+    String max = Long.toString(MAX_STATE);
+    String maxExact = Long.toString(1L << 52);
+    return "(" + r + ".alg BETWEEN 1 AND 4"
+        + " AND " + r + ".s0 BETWEEN 0 AND " + max + " AND " + r + ".s1 BETWEEN 0 AND " + max
+        + " AND " + r + ".s2 BETWEEN 0 AND " + max
+        + " AND (" + r + ".s0 <> 0 OR (" + r + ".s1 = 0 AND " + r + ".s2 = 0))"
+        + " AND (" + r + ".alg = " + ALG_SLIDING + " OR " + r + ".s2 = 0)"
+        + " AND (NOT " + r + ".pinned OR CASE " + r + ".alg"
+        + " WHEN 1 THEN " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact
+        + " WHEN 2 THEN " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p1 <= " + maxExact + " / " + r + ".p2"
+        + " WHEN 3 THEN " + r + ".p1 >= 1 AND " + r + ".p2 >= 1 AND " + r + ".p3 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p1 <= " + maxExact + " / " + r + ".p3"
+        + " ELSE " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p3 >= 1 AND " + r + ".p3 <= " + maxExact + " / " + r + ".p2"
+        + " END))";
+  }
+
+  /** {@code Math.floorDiv(a, b)} for {@code b > 0}. */
+  static String floorDiv(String a, String b) {
+    return "(CASE WHEN (" + a + ") >= 0 THEN (" + a + ") / (" + b + ") ELSE -((-(" + a + ") + (" + b + ") - 1) / (" + b + ")) END)";
+  }
+
+  /** {@code ceilDiv(a, b) = -floorDiv(-a, b)} for {@code b > 0}. */
+  static String ceilDiv(String a, String b) {
+    return "(CASE WHEN (" + a + ") <= 0 THEN -((-(" + a + ")) / (" + b + ")) ELSE ((" + a + ") + (" + b + ") - 1) / (" + b + ") END)";
+  }
+
+  /**
+   * The acquire step over a layer {@code l1} that yields now, n, p1..p3, s0..s2 (the state as the
+   * model would see it). Yields s0, s1, s2, exp (expiresAt of the new state), ok (the step allows),
+   * and p1..p3 passed through.
+   */
+  static String step(int alg, String l1) {
+    switch (alg) {
+      case ALG_FIXED:
+        // live = start != 0 && now - start < W; start = live ? s0 : now; count = live ? s1 : 0
+        return "SELECT f.start AS s0, f.cnt + f.n AS s1, 0::bigint AS s2, f.start + f.p2 AS exp,"
+            + " f.cnt + f.n <= f.p1 AS ok, f.p1, f.p2, f.p3 FROM"
+            + " (SELECT e.*, CASE WHEN e.s0 <> 0 AND e.now - e.s0 < e.p2 THEN e.s0 ELSE e.now END AS start,"
+            + " CASE WHEN e.s0 <> 0 AND e.now - e.s0 < e.p2 THEN e.s1 ELSE 0 END AS cnt FROM (" + l1 + ") e) f";
+      case ALG_SLIDING:
+        // a = now - now mod W; normalise (start, cur, prev); estimate = cur + ceil(prev (W - e) / W)
+        return "SELECT g.start AS s0, g.cur + g.n AS s1, g.prev AS s2, g.start + 2 * g.p2 AS exp,"
+            + " g.cur + (CASE WHEN g.prev = 0 THEN 0 ELSE " + ceilDiv("g.prev * (g.p2 - GREATEST(0, g.now - g.start))", "g.p2")
+            + " END) + g.n <= g.p1 AS ok, g.p1, g.p2, g.p3 FROM" + slidingNormalized(l1) + " g";
+      case ALG_BUCKET:
+        // full = C P; t = max(now, last); s = refill; allow iff s >= n P
+        return "SELECT g.t AS s0, g.s - g.need AS s1, 0::bigint AS s2,"
+            + " g.t + " + ceilDiv("g.cap - (g.s - g.need)", "g.p2") + " AS exp, g.s >= g.need AS ok, g.p1, g.p2, g.p3 FROM"
+            + " (SELECT f.*, CASE WHEN f.s0 = 0 THEN f.now ELSE GREATEST(f.now, f.s0) END AS t, "
+            + bucketRefill("f") + " AS s, f.n * f.p3 AS need FROM"
+            + " (SELECT e.*, e.p1 * e.p3 AS cap FROM (" + l1 + ") e) f) g";
+      case ALG_GCRA:
+        // debt = max(0, (tat - now) Q + frac); allow iff debt + n P <= B P; TAT' = now + after / Q
+        return "SELECT g.now + g.after / g.p1 AS s0, g.after % g.p1 AS s1, 0::bigint AS s2,"
+            + " g.now + g.after / g.p1 + (CASE WHEN g.after % g.p1 > 0 THEN 1 ELSE 0 END) AS exp,"
+            + " g.after <= g.p3 * g.p2 AS ok, g.p1, g.p2, g.p3 FROM"
+            + " (SELECT f.*, f.debt + f.n * f.p2 AS after FROM (SELECT e.*, " + gcraDebt("e") + " AS debt FROM (" + l1 + ") e) f) g";
+      default:
+        throw new IllegalArgumentException("algorithm code " + alg);
+    }
+  }
+
+  /** The refund step ({@code ReferenceModel.refund}); l1 also yields {@code stamp}. ok = the refund applies. */
+  static String refundStep(int alg, String l1) {
+    switch (alg) {
+      case ALG_FIXED:
+        return "SELECT e.s0 AS s0, GREATEST(0, e.s1 - e.n) AS s1, e.s2 AS s2, e.s0 + e.p2 AS exp,"
+            + " (e.s0 <> 0 AND e.now - e.s0 < e.p2 AND e.s0 = e.stamp AND e.s1 > 0) AS ok FROM (" + l1 + ") e";
+      case ALG_SLIDING:
+        return "SELECT g.start AS s0, GREATEST(0, g.cur - g.n) AS s1, g.prev AS s2, g.start + 2 * g.p2 AS exp,"
+            + " (g.start = g.stamp AND g.cur > 0) AS ok FROM" + slidingNormalized(l1) + " g";
+      case ALG_BUCKET:
+        return "SELECT g.t AS s0, g.refilled AS s1, 0::bigint AS s2, g.t + " + ceilDiv("g.cap - g.refilled", "g.p2") + " AS exp,"
+            + " g.refilled <> g.s AS ok FROM"
+            + " (SELECT f.*, GREATEST(f.now, f.s0) AS t, LEAST(f.cap, f.s + f.n * f.p3) AS refilled FROM"
+            + " (SELECT d.*, " + bucketRefill("d") + " AS s FROM"
+            + " (SELECT e.*, e.p1 * e.p3 AS cap FROM (" + l1 + ") e) d) f) g";
+      case ALG_GCRA:
+        return "SELECT g.now + g.d2 / g.p1 AS s0, g.d2 % g.p1 AS s1, 0::bigint AS s2,"
+            + " g.now + g.d2 / g.p1 + (CASE WHEN g.d2 % g.p1 > 0 THEN 1 ELSE 0 END) AS exp, g.debt > 0 AS ok FROM"
+            + " (SELECT f.*, GREATEST(0, f.debt - f.n * f.p2) AS d2 FROM (SELECT e.*, " + gcraDebt("e") + " AS debt FROM (" + l1 + ") e) f) g";
+      default:
+        throw new IllegalArgumentException("algorithm code " + alg);
+    }
+  }
+
+  private static String slidingNormalized(String l1) {
+    return " (SELECT f.*,"
+        + " CASE WHEN f.s0 = 0 OR f.s0 + f.p2 <= f.a THEN f.a ELSE f.s0 END AS start,"
+        + " CASE WHEN f.s0 = 0 OR f.s0 + f.p2 <= f.a THEN 0 ELSE f.s1 END AS cur,"
+        + " CASE WHEN f.s0 = 0 OR f.s0 + f.p2 < f.a THEN 0 WHEN f.s0 + f.p2 = f.a THEN f.s1 ELSE f.s2 END AS prev"
+        + " FROM (SELECT e.*, e.now - e.now % e.p2 AS a FROM (" + l1 + ") e) f)";
+  }
+
+  /** Scaled tokens at now: an absent bucket is full; a clock behind the state keeps it; else refill, capped. */
+  private static String bucketRefill(String f) {
+    return "CASE WHEN " + f + ".s0 = 0 THEN " + f + ".cap WHEN " + f + ".now - " + f + ".s0 <= 0 THEN " + f + ".s1"
+        + " WHEN " + f + ".now - " + f + ".s0 >= " + ceilDiv(f + ".cap - " + f + ".s1", f + ".p2") + " THEN " + f + ".cap"
+        + " ELSE " + f + ".s1 + (" + f + ".now - " + f + ".s0) * " + f + ".p2 END";
+  }
+
+  private static String gcraDebt(String e) {
+    return "CASE WHEN " + e + ".s0 = 0 OR " + e + ".s0 < " + e + ".now THEN 0 ELSE (" + e + ".s0 - " + e + ".now) * " + e + ".p1 + " + e + ".s1 END";
+  }
+
+  /** A statement with {@code {name}} placeholders turned into {@code ?}, and the name of each. */
+  static final class Bound {
+    final String sql;
+    final String[] names;
+
+    Bound(String template) {
+      StringBuilder out = new StringBuilder(template.length());
+      List<String> ns = new ArrayList<>();
+      int i = 0;
+      while (i < template.length()) {
+        char ch = template.charAt(i);
+        if (ch == '{') {
+          int end = template.indexOf('}', i);
+          ns.add(template.substring(i + 1, end));
+          out.append('?');
+          i = end + 1;
+        } else {
+          out.append(ch);
+          i++;
+        }
+      }
+      this.sql = out.toString();
+      this.names = ns.toArray(new String[0]);
+    }
+  }
+}

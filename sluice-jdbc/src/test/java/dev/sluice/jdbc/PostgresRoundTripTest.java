@@ -1,0 +1,154 @@
+package dev.sluice.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.Policy;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Counts network round trips on the wire: a proxy between the driver and the server counts the
+ * server's ReadyForQuery messages, which the server sends once per Sync, that is once per round trip
+ * of the extended query protocol. Plain mode and tenant mode (set_config + decision, sent together)
+ * are both one round trip per decision.
+ */
+class PostgresRoundTripTest {
+
+  @Test
+  void everyDecisionIsOneRoundTripInPlainAndInTenantMode() throws Exception {
+    PostgresTestSupport.requireServer();
+    URI target = URI.create(PostgresTestSupport.URL.substring("jdbc:".length()));
+    String table = PostgresTestSupport.tableName();
+    try (Proxy proxy = new Proxy(target.getHost(), target.getPort())) {
+      String db = target.getPath();
+      String url = "jdbc:postgresql://127.0.0.1:" + proxy.port() + db
+          + "?user=postgres&sslmode=disable&assumeMinServerVersion=15";
+      PostgresUnpooledDataSource ds = new PostgresUnpooledDataSource(url);
+      Policy p = Policy.gcra(PostgresTestSupport.name("round-trip"), 5, Duration.ofSeconds(10), 5);
+      try (JdbcRateLimiter plain = JdbcRateLimiter.builder(p, ds).table(table).timeout(Duration.ofSeconds(5)).build();
+           JdbcRateLimiter tenant = JdbcRateLimiter.builder(p, ds).table(table).tenant(() -> "acme")
+               .timeout(Duration.ofSeconds(5)).build()) {
+        plain.applySchema();
+        for (JdbcRateLimiter l : new JdbcRateLimiter[] {plain, tenant}) {
+          long z0 = proxy.readyForQuery.get();
+          long c0 = ds.opened.get();
+          int allowed = 0;
+          for (int i = 0; i < 12; i++) {
+            allowed += l.tryAcquire("user:1").allowed() ? 1 : 0; // 5 allowed, 7 refused
+          }
+          l.peek("user:1");
+          long roundTrips = proxy.readyForQuery.get() - z0 - (ds.opened.get() - c0); // minus one per connection start-up
+          System.err.printf("[round trips] %s mode: 13 calls, %d round trips%n", l == plain ? "plain" : "tenant", roundTrips);
+          assertThat(allowed).isEqualTo(5);
+          assertThat(roundTrips).isEqualTo(13);
+        }
+      }
+    } finally {
+      PostgresTestSupport.drop(PostgresTestSupport.URL, table);
+    }
+  }
+
+  /** A TCP proxy that parses the server's messages and counts ReadyForQuery ('Z'). */
+  static final class Proxy implements AutoCloseable {
+    final AtomicLong readyForQuery = new AtomicLong();
+    private final ServerSocket server;
+    private final String host;
+    private final int targetPort;
+
+    Proxy(String host, int targetPort) throws IOException {
+      this.host = host;
+      this.targetPort = targetPort;
+      this.server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+      Thread t = new Thread(this::acceptLoop, "round-trip-proxy");
+      t.setDaemon(true);
+      t.start();
+    }
+
+    int port() {
+      return server.getLocalPort();
+    }
+
+    private void acceptLoop() {
+      while (!server.isClosed()) {
+        try {
+          Socket client = server.accept();
+          Socket upstream = new Socket(host, targetPort);
+          pump(client.getInputStream(), upstream.getOutputStream(), client, upstream);
+          Thread back = new Thread(() -> countServerMessages(upstream, client), "round-trip-proxy-back");
+          back.setDaemon(true);
+          back.start();
+        } catch (IOException e) {
+          return;
+        }
+      }
+    }
+
+    private static void pump(InputStream in, OutputStream out, Socket a, Socket b) {
+      Thread t = new Thread(() -> {
+        byte[] buf = new byte[8192];
+        try {
+          for (int n; (n = in.read(buf)) >= 0; ) {
+            out.write(buf, 0, n);
+            out.flush();
+          }
+        } catch (IOException ignored) {
+          // connection closed
+        } finally {
+          closeQuietly(a);
+          closeQuietly(b);
+        }
+      }, "round-trip-proxy-forth");
+      t.setDaemon(true);
+      t.start();
+    }
+
+    /** Server-to-client: every message after startup is type byte + int32 length + body. */
+    private void countServerMessages(Socket upstream, Socket client) {
+      try (DataInputStream in = new DataInputStream(upstream.getInputStream())) {
+        OutputStream out = client.getOutputStream();
+        while (true) {
+          int type = in.read();
+          if (type < 0) {
+            return;
+          }
+          int len = in.readInt();
+          byte[] body = new byte[len - 4];
+          in.readFully(body);
+          if (type == 'Z') {
+            readyForQuery.incrementAndGet(); // counted before the client can see it
+          }
+          out.write(type);
+          out.write(new byte[] {(byte) (len >>> 24), (byte) (len >>> 16), (byte) (len >>> 8), (byte) len});
+          out.write(body);
+          out.flush();
+        }
+      } catch (IOException ignored) {
+        // connection closed
+      } finally {
+        closeQuietly(upstream);
+        closeQuietly(client);
+      }
+    }
+
+    private static void closeQuietly(Socket s) {
+      try {
+        s.close();
+      } catch (IOException ignored) {
+        // already closed
+      }
+    }
+
+    @Override public void close() throws IOException {
+      server.close();
+    }
+  }
+}
