@@ -5,7 +5,10 @@
 module dev.sluice.server {
   requires dev.sluice.core;
   requires dev.sluice.redis;
+  requires dev.sluice.jdbc;
   requires lettuce.core;
+  requires com.zaxxer.hikari;
+  requires java.sql;
   requires info.picocli;
   requires com.fasterxml.jackson.databind;
   requires com.fasterxml.jackson.dataformat.yaml;

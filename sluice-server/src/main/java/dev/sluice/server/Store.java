@@ -52,8 +52,7 @@ abstract class Store implements AutoCloseable {
 
   /** {@code --postgres URL}: every policy in one PostgreSQL table, through one connection pool. */
   static Store postgres(String url, String table, FailureMode failureMode, Duration timeout, Duration sweepInterval) {
-    throw new IllegalArgumentException("--postgres " + redact(url) + ": the PostgreSQL store (sluice-jdbc) is not part of this"
-        + " build yet; run on the memory store (omit --postgres) or on --redis");
+    return new PostgresStore(url, table, failureMode, timeout, sweepInterval);
   }
 
   /** The shared stores keep one row or hash per key: the exact sliding log, a list per key, is memory-only. */
