@@ -6,6 +6,8 @@ module dev.sluice.server {
   requires dev.sluice.core;
   requires dev.sluice.redis;
   requires dev.sluice.jdbc;
+  requires dev.sluice.http;
+  requires dev.sluice.micrometer;
   requires lettuce.core;
   requires com.zaxxer.hikari;
   requires java.sql;

@@ -13,7 +13,9 @@ import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
+import dev.sluice.http.RateLimitHeaders;
 import dev.sluice.internal.Checks;
+import dev.sluice.memory.MemoryRateLimiter;
 import io.micrometer.core.instrument.Timer;
 import java.io.IOException;
 import java.io.InputStream;
@@ -25,6 +27,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.server.Handler;
@@ -55,7 +58,10 @@ final class ApiHandler extends Handler.Abstract {
   private static final Set<String> REFUND_FIELDS = Set.of("ticket");
 
   /** One configured policy and everything needed to answer for it without a lookup. */
-  record Entry(Policy policy, RateLimiter limiter, RateLimitHeaders headers, ServerMetrics.PolicyMeters meters, long ticketLifeMicros) {}
+  record Entry(Policy policy, RateLimiter limiter, ServerMetrics.PolicyMeters meters, long ticketLifeMicros) {}
+
+  /** The header renderer of sluice-http: the service sends exactly what the HTTP filters send. */
+  private static final RateLimitHeaders HEADERS = RateLimitHeaders.all();
 
   private final Map<String, Entry> entries;
   private final Store store;
@@ -78,8 +84,11 @@ final class ApiHandler extends Handler.Abstract {
     this.metrics = metrics;
     Map<String, Entry> m = new LinkedHashMap<>();
     for (Policy p : policies) {
-      m.put(p.name(), new Entry(p, store.limiter(p), new RateLimitHeaders(p), metrics.forPolicy(p),
-          PolicyFile.quotaMicros(p.algorithm())));
+      RateLimiter limiter = store.limiter(p, metrics.listener());
+      if (limiter instanceof MemoryRateLimiter memory) {
+        metrics.trackedKeys(p.name(), memory::trackedKeys);
+      }
+      m.put(p.name(), new Entry(p, limiter, metrics.forPolicy(p), PolicyFile.quotaMicros(p.algorithm())));
     }
     this.entries = Map.copyOf(m);
     this.acquireTimer = metrics.requestTimer("acquire");
@@ -181,12 +190,21 @@ final class ApiHandler extends Handler.Abstract {
     long permits = permits(body.get("permits"), e.policy());
     Decision d = e.limiter().tryAcquire(key, permits, e.policy());
     long now = ticker.nowMicros();
-    e.meters().decision(d);
     String ticket = d.ticket()
         .map(t -> tickets.encode(e.policy().name(), key, t.permits(), t.stamp(), now))
         .orElse(null);
-    int status = d.allowed() ? 200 : d.reason().isFailure() ? 503 : 429;
-    e.headers().apply(d, now, response.getHeaders(), true);
+    int status;
+    HttpFields.Mutable h = response.getHeaders();
+    if (d.allowed()) {
+      status = 200;
+      HEADERS.allowed(d, null, now, h::put);
+    } else if (d.reason().isFailure()) {
+      status = 503; // an outage is not a limit the client exceeded: Retry-After, no limit headers
+      HEADERS.unavailable(d, h::put);
+    } else {
+      status = 429;
+      HEADERS.refused(d, now, h::put);
+    }
     send(response, callback, status, decisionBody(d, ticket));
   }
 
@@ -250,7 +268,7 @@ final class ApiHandler extends Handler.Abstract {
     String key = Checks.key(requiredParam(q, "key"));
     Decision d = e.limiter().peek(key, e.policy());
     long now = ticker.nowMicros();
-    e.headers().apply(d, now, response.getHeaders(), false);
+    HEADERS.allowed(d, null, now, response.getHeaders()::put); // the quota's state; nothing for a failure-mode decision
     send(response, callback, d.reason().isFailure() && !d.allowed() ? 503 : 200, decisionBody(d, null));
   }
 

@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.jdbc.JdbcRateLimiter;
 import dev.sluice.jdbc.SweepResult;
@@ -77,9 +78,9 @@ final class PostgresStore extends Store {
     refuseSlidingLog(policies, "postgres");
   }
 
-  @Override RateLimiter limiter(Policy policy) {
+  @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
     JdbcRateLimiter l = JdbcRateLimiter.builder(policy, dataSource).table(table).timeout(timeout)
-        .failureMode(failureMode).asyncExecutor(statements).build();
+        .failureMode(failureMode).asyncExecutor(statements).listener(listener, false).build();
     limiters.add(l);
     if (limiters.size() == 1) {
       applySchema();

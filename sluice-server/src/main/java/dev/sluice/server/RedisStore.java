@@ -2,6 +2,7 @@ package dev.sluice.server;
 
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.redis.RedisRateLimiter;
 import io.lettuce.core.RedisClient;
@@ -44,8 +45,9 @@ final class RedisStore extends Store {
 
   @Override boolean shared() { return true; }
 
-  @Override RateLimiter limiter(Policy policy) {
-    RedisRateLimiter l = RedisRateLimiter.builder(policy, client, uri).timeout(timeout).failureMode(failureMode).build();
+  @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
+    RedisRateLimiter l = RedisRateLimiter.builder(policy, client, uri).timeout(timeout).failureMode(failureMode)
+        .listener(listener, false).build();
     limiters.add(l);
     return l;
   }

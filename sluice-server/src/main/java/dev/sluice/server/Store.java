@@ -3,6 +3,7 @@ package dev.sluice.server;
 import dev.sluice.Algorithm;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
 import dev.sluice.memory.MemoryRateLimiter;
@@ -24,8 +25,8 @@ abstract class Store implements AutoCloseable {
   /** True for stores shared between instances (the health check then asks the store). */
   abstract boolean shared();
 
-  /** The limiter that decides for {@code policy}. */
-  abstract RateLimiter limiter(Policy policy);
+  /** The limiter that decides for {@code policy}, telling {@code listener} (never keys) about what it does. */
+  abstract RateLimiter limiter(Policy policy, RateLimitListener listener);
 
   /** Fails fast when a policy's algorithm is not supported by this store. */
   void check(List<Policy> policies) {}
@@ -98,8 +99,9 @@ abstract class Store implements AutoCloseable {
 
     @Override boolean shared() { return false; }
 
-    @Override RateLimiter limiter(Policy policy) {
-      return MemoryRateLimiter.builder(policy).ticker(ticker).maxKeys(maxKeys).maxKeyLength(maxKeyLength).build();
+    @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
+      return MemoryRateLimiter.builder(policy).ticker(ticker).maxKeys(maxKeys).maxKeyLength(maxKeyLength)
+          .listener(listener, false).build();
     }
   }
 }

@@ -138,13 +138,16 @@ class StoreSwitchTest {
         Http h = new Http(s.uri());
         HttpResponse<String> r = h.post("/v1/acquire", "{\"policy\":\"login-" + suffix + "\",\"key\":\"alice\"}");
         assertThat(r.statusCode()).as(down.name() + ": " + r.body()).isEqualTo(503);
-        assertThat(r.headers().map().keySet()).noneMatch(n -> n.toLowerCase(Locale.ROOT).contains("ratelimit")
-            || n.equalsIgnoreCase("retry-after"));
+        // An outage is not a limit the client exceeded: Retry-After, and no limit headers.
+        assertThat(r.headers().map().keySet()).noneMatch(n -> n.toLowerCase(Locale.ROOT).contains("ratelimit"));
+        assertThat(ServerApiTest.header(r, "Retry-After")).isEqualTo("1");
         assertThat(ServerApiTest.json(r).get("reason").textValue()).isIn("store_unavailable", "timeout");
         assertThat(ServerApiTest.json(r).get("path").textValue()).isEqualTo("failure_mode");
         HttpResponse<String> health = h.get("/healthz");
         assertThat(health.statusCode()).isEqualTo(503);
         assertThat(ServerApiTest.json(health).get("status").textValue()).isEqualTo("down");
+        assertThat(h.get("/metrics").body()).containsPattern("sluice_decisions_total\\{outcome=\"refused\",policy=\"login-" + suffix
+            + "\",reason=\"(store_unavailable|timeout)\"} [1-9]");
       }
     }
     try (SluiceServer s = start(Store.redis(NOWHERE_REDIS, FailureMode.open(new ServeCommand.ThrottledAlert()), Duration.ofMillis(200)))) {
