@@ -2,6 +2,7 @@
  * The Sluice service and CLI ({@code sluice serve}, {@code sluice simulate}). An application, not a
  * library: it exports nothing.
  */
+@SuppressWarnings("requires-automatic") // picocli, lettuce, micrometer and XChart ship no module descriptor
 module dev.sluice.server {
   requires dev.sluice.core;
   requires dev.sluice.redis;

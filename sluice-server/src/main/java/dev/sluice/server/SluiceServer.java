@@ -110,7 +110,14 @@ public final class SluiceServer implements AutoCloseable {
     }
   }
 
-  @Override public void close() throws Exception {
-    stop();
+  /** {@link #stop()}, for try-with-resources. */
+  @Override public void close() {
+    try {
+      stop();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Exception e) {
+      throw new IllegalStateException("stopping the server failed", e);
+    }
   }
 }
