@@ -56,11 +56,11 @@ abstract class Store implements AutoCloseable {
     return new PostgresStore(url, table, failureMode, timeout, sweepInterval);
   }
 
-  /** The shared stores keep one row or hash per key: the exact sliding log, a list per key, is memory-only. */
+  /** A store that keeps one fixed-size row per key cannot hold the exact sliding log, a list per key. */
   static void refuseSlidingLog(List<Policy> policies, String store) {
     for (Policy p : policies) {
       if (p.algorithm() instanceof Algorithm.SlidingLog) {
-        throw new IllegalArgumentException("policy '" + p.name() + "' uses sliding-log, which runs on the memory store only"
+        throw new IllegalArgumentException("policy '" + p.name() + "' uses sliding-log, which runs on the memory store and Redis only"
             + " (its state grows with the limit); on " + store + " use sliding-window, or drop --" + store);
       }
     }
