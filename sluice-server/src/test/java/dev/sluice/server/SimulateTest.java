@@ -59,6 +59,32 @@ class SimulateTest {
     }
   }
 
+  @Test void steadyAndBurstyTrafficIsHeldToTheLimitOverTime() {
+    long w = 1_000_000;
+    for (Traffic.Pattern p : List.of(Traffic.Pattern.STEADY, Traffic.Pattern.BURSTY)) {
+      long duration = 6 * w;
+      Traffic t = Traffic.of(p, 100, w, duration, 0);
+      for (Simulation.Result r : Simulation.run(t, Simulation.policies(100, Duration.ofSeconds(1)), w / 40,
+          (policy, ticker) -> MemoryRateLimiter.builder(policy).ticker(ticker).build(), new ProgressBar(null, "", 1, false))) {
+        String what = p + " " + r.policy().name();
+        assertThat(r.admitted() + r.refused()).as(what).isEqualTo(t.size());
+        // Over six windows no algorithm admits more than its limit per window plus one initial burst...
+        assertThat(r.admitted()).as(what).isLessThanOrEqualTo(7 * 100);
+        // ...and the exact log never more than the limit in any window.
+        if (r.policy().name().equals("sliding-log")) {
+          assertThat(r.mostAdmittedWithin(w)).as(what).isEqualTo(100);
+        }
+      }
+    }
+    // Steady traffic at 1.5x the limit: every algorithm admits about the limit per window.
+    Traffic steady = Traffic.of(Traffic.Pattern.STEADY, 100, w, 6 * w, 0);
+    assertThat(steady.size()).isEqualTo(900);
+    for (Simulation.Result r : Simulation.run(steady, Simulation.policies(100, Duration.ofSeconds(1)), w / 40,
+        (policy, ticker) -> MemoryRateLimiter.builder(policy).ticker(ticker).build(), new ProgressBar(null, "", 1, false))) {
+      assertThat(r.admitted()).as(r.policy().name()).isBetween(550L, 700L);
+    }
+  }
+
   @Test void sprayShowsTheKeyTableBoundWithAProgressBar() throws Exception {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
