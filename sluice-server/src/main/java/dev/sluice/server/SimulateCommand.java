@@ -48,6 +48,9 @@ final class SimulateCommand implements Callable<Integer> {
   Boolean progress;
 
   @Override public Integer call() throws Exception {
+    if (System.getProperty("java.awt.headless") == null) {
+      System.setProperty("java.awt.headless", "true"); // draws into an image; never needs a display
+    }
     Traffic.Pattern p;
     try {
       p = Traffic.Pattern.valueOf(pattern.trim().toUpperCase(Locale.ROOT));
