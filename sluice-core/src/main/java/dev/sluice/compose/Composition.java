@@ -12,6 +12,7 @@ import dev.sluice.Refund;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
+import dev.sluice.internal.SeededHash;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
@@ -742,17 +743,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
 
   /** The slot {@code key} hashes to (seeded FNV-1a with a murmur finalizer). */
   int slotOf(String key) {
-    long h = seed ^ 0xcbf29ce484222325L;
-    for (int i = 0, n = key.length(); i < n; i++) {
-      h ^= key.charAt(i);
-      h *= 0x100000001b3L;
-    }
-    h ^= h >>> 33;
-    h *= 0xff51afd7ed558ccdL;
-    h ^= h >>> 33;
-    h *= 0xc4ceb9fe1a85ec53L;
-    h ^= h >>> 33;
-    return (int) Long.remainderUnsigned(h, slots);
+    return SeededHash.slot(seed, key, slots);
   }
 
   private LegSet legSet(int slot) {

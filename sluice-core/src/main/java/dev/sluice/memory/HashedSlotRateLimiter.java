@@ -9,6 +9,7 @@ import dev.sluice.Refund;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
+import dev.sluice.internal.SeededHash;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import java.security.SecureRandom;
@@ -76,17 +77,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     if (key == null) {
       return slots;
     }
-    long h = seed ^ 0xcbf29ce484222325L;
-    for (int i = 0, n = key.length(); i < n; i++) {
-      h ^= key.charAt(i);
-      h *= 0x100000001b3L;
-    }
-    h ^= h >>> 33;
-    h *= 0xff51afd7ed558ccdL;
-    h ^= h >>> 33;
-    h *= 0xc4ceb9fe1a85ec53L;
-    h ^= h >>> 33;
-    return (int) Long.remainderUnsigned(h, slots);
+    return SeededHash.slot(seed, key, slots);
   }
 
   /** Slots (over every policy, default slots included) whose state still matters now. */

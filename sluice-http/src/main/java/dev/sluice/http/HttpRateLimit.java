@@ -1,0 +1,221 @@
+package dev.sluice.http;
+
+import dev.sluice.ClockedRateLimiter;
+import dev.sluice.Decision;
+import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Reason;
+import dev.sluice.Ticker;
+import dev.sluice.internal.Checks;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+
+/**
+ * What an HTTP filter checks and how it answers; shared by {@link RateLimitServletFilter} and
+ * {@link RateLimitHttpFilter}. Immutable and thread-safe once built.
+ *
+ * <pre>{@code
+ * HttpRateLimit rateLimit = HttpRateLimit.builder(limiter)
+ *     .keyResolver(KeyResolver.forwardedFor(TrustedProxies.of("10.0.0.0/8")))
+ *     .globalCeiling(Policy.tokenBucket("api-ceiling", 5_000, 5_000, Duration.ofMinutes(1)))
+ *     .build();
+ * servletContext.addFilter("rate-limit", new RateLimitServletFilter(rateLimit));
+ * }</pre>
+ *
+ * <p><b>Per request.</b> The key resolver names the client ({@link KeyResolver#UNKNOWN} when it
+ * cannot); the client's budget is charged; if allowed and a global ceiling is configured, the
+ * ceiling's one shared key is charged too, and if the ceiling refuses the client's permit is
+ * refunded, so no partial charge is left behind. A refusal answers 429 with {@code Retry-After}
+ * (also for {@link Reason#CONTENTION}: a hot key is the client's doing); a store failure decided
+ * closed ({@code reason().isFailure()}, not allowed) answers 503 with no limit headers; otherwise the limit headers
+ * are set and the request proceeds. After the handler, {@code skipFailedRequests} refunds when it
+ * threw or answered 5xx, {@code skipSuccessfulRequests} when it answered below 400.
+ */
+public final class HttpRateLimit {
+  /** The key charged on the global ceiling for every request, whoever sent it. */
+  public static final String GLOBAL_KEY = "global";
+
+  /** Keys longer than this (a long API key, a JWT) are replaced by their SHA-256, so they fit any backend's key cap. */
+  static final int MAX_RAW_KEY = 128;
+
+  final RateLimiter limiter;
+  final Policy policy;
+  final KeyResolver keyResolver;
+  final RateLimiter ceilingLimiter;
+  final Policy ceilingPolicy;
+  final RateLimitHeaders headers;
+  final boolean skipFailed;
+  final boolean skipSuccessful;
+  final Ticker ticker;
+
+  private HttpRateLimit(Builder b) {
+    this.limiter = b.limiter;
+    this.policy = b.policy != null ? b.policy : b.limiter.policy();
+    this.keyResolver = b.keyResolver;
+    this.ceilingLimiter = b.ceilingLimiter;
+    this.ceilingPolicy = b.ceilingPolicy;
+    this.headers = b.headers;
+    this.skipFailed = b.skipFailed;
+    this.skipSuccessful = b.skipSuccessful;
+    this.ticker = b.ticker;
+  }
+
+  public static Builder builder(RateLimiter limiter) {
+    return new Builder(Checks.notNull("limiter", limiter));
+  }
+
+  public Policy policy() { return policy; }
+
+  public KeyResolver keyResolver() { return keyResolver; }
+
+  public RateLimitHeaders headers() { return headers; }
+
+  public boolean skipFailedRequests() { return skipFailed; }
+
+  public boolean skipSuccessfulRequests() { return skipSuccessful; }
+
+  /** The key a request is charged under: the resolver's, {@link KeyResolver#UNKNOWN} when it has none. */
+  public String keyOf(RequestView request) {
+    return normalize(keyResolver.resolve(request));
+  }
+
+  static String normalize(String key) {
+    if (key == null || key.isBlank()) {
+      return KeyResolver.UNKNOWN;
+    }
+    if (key.length() > MAX_RAW_KEY || Checks.unpairedSurrogate(key) >= 0) {
+      return "sha256:" + sha256(key);
+    }
+    return key;
+  }
+
+  private static String sha256(String s) {
+    try {
+      byte[] h = MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8));
+      StringBuilder b = new StringBuilder(64);
+      for (byte x : h) {
+        b.append(Character.forDigit((x >> 4) & 0xf, 16)).append(Character.forDigit(x & 0xf, 16));
+      }
+      return b.toString();
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is required of every JVM", e);
+    }
+  }
+
+  /**
+   * True for the refusals that are an outage of the limiter (503), false for those the client
+   * caused (429). {@link Reason#CONTENTION} is the client's: compare-and-set retries run out on a
+   * key hammered hard enough, which is exactly the flood a rate limit exists for.
+   */
+  static boolean isOutage(Reason reason) {
+    return reason.isFailure() && reason != Reason.CONTENTION;
+  }
+
+  /** Decides a request: charges the client's key, then the ceiling. */
+  Admission admit(RequestView request) {
+    String key = keyOf(request);
+    Decision primary = limiter.tryAcquire(key, 1, policy);
+    if (!primary.allowed()) {
+      return new Admission(this, isOutage(primary.reason()) ? Admission.UNAVAILABLE : Admission.REFUSED, primary, null, primary);
+    }
+    if (ceilingLimiter == null) {
+      return new Admission(this, Admission.PASS, primary, null, null);
+    }
+    Decision ceiling = ceilingLimiter.tryAcquire(GLOBAL_KEY, 1, ceilingPolicy);
+    if (!ceiling.allowed()) {
+      // No partial charge: the client's permit goes back.
+      primary.ticket().ifPresent(limiter::refund);
+      return new Admission(this, isOutage(ceiling.reason()) ? Admission.UNAVAILABLE : Admission.REFUSED, primary, ceiling, ceiling);
+    }
+    return new Admission(this, Admission.PASS, primary, ceiling, null);
+  }
+
+  /** Builds an {@link HttpRateLimit}. */
+  public static final class Builder {
+    private final RateLimiter limiter;
+    private Policy policy;
+    private KeyResolver keyResolver = KeyResolver.clientAddress();
+    private RateLimiter ceilingLimiter;
+    private Policy ceilingPolicy;
+    private RateLimitHeaders headers = RateLimitHeaders.all();
+    private boolean skipFailed;
+    private boolean skipSuccessful;
+    private Ticker ticker;
+
+    private Builder(RateLimiter limiter) {
+      this.limiter = limiter;
+    }
+
+    /** Checks clients under {@code policy} instead of the limiter's default policy. */
+    public Builder policy(Policy policy) {
+      this.policy = Checks.notNull("policy", policy);
+      return this;
+    }
+
+    /** Who a request counts against. Default: {@link KeyResolver#clientAddress()}. */
+    public Builder keyResolver(KeyResolver resolver) {
+      this.keyResolver = Checks.notNull("keyResolver", resolver);
+      return this;
+    }
+
+    /**
+     * A ceiling charged on every request regardless of identity (key {@link #GLOBAL_KEY} under
+     * {@code policy}, through the same limiter), so a spoofed or collapsed identity is still throttled.
+     */
+    public Builder globalCeiling(Policy policy) {
+      return globalCeiling(limiter, policy);
+    }
+
+    /** {@link #globalCeiling(Policy)} through another limiter (e.g. a memory tier in front of a shared store). */
+    public Builder globalCeiling(RateLimiter ceilingLimiter, Policy policy) {
+      this.ceilingLimiter = Checks.notNull("ceiling limiter", ceilingLimiter);
+      this.ceilingPolicy = Checks.notNull("ceiling policy", policy);
+      return this;
+    }
+
+    /** Which header families to send. Default: {@link RateLimitHeaders#all()}. */
+    public Builder headers(RateLimitHeaders headers) {
+      this.headers = Checks.notNull("headers", headers);
+      return this;
+    }
+
+    /** Refund the request's permits when the handler throws or answers 5xx. */
+    public Builder skipFailedRequests(boolean skip) {
+      this.skipFailed = skip;
+      return this;
+    }
+
+    /** Refund the request's permits when the handler answers below 400, so only failures count (a login endpoint). */
+    public Builder skipSuccessfulRequests(boolean skip) {
+      this.skipSuccessful = skip;
+      return this;
+    }
+
+    /**
+     * The clock the {@code RateLimit} header's {@code t} is measured against; give the limiter's
+     * ticker. Default: the limiter's own ticker when it is a {@link ClockedRateLimiter} (the memory
+     * tier), else {@link Ticker#system()}.
+     */
+    public Builder ticker(Ticker ticker) {
+      this.ticker = Checks.notNull("ticker", ticker);
+      return this;
+    }
+
+    public HttpRateLimit build() {
+      if (skipFailed && skipSuccessful) {
+        throw new IllegalStateException("skipFailedRequests and skipSuccessfulRequests are both set; "
+            + "then only 4xx answers would count: choose one");
+      }
+      Policy client = policy != null ? policy : limiter.policy();
+      if (ceilingPolicy != null && ceilingLimiter == limiter && ceilingPolicy.name().equals(client.name())) {
+        throw new IllegalArgumentException("ceiling policy name '" + ceilingPolicy.name()
+            + "' equals the client policy's; give the ceiling its own name so the budgets stay apart");
+      }
+      if (ticker == null) {
+        ticker = limiter instanceof ClockedRateLimiter c ? c.ticker() : Ticker.system();
+      }
+      return new HttpRateLimit(this);
+    }
+  }
+}

@@ -1,0 +1,7 @@
+/**
+ * HTTP rate limiting: {@link dev.sluice.http.HttpRateLimit} (what to check and how to answer),
+ * {@link dev.sluice.http.RateLimitServletFilter} and {@link dev.sluice.http.RateLimitHttpFilter}
+ * (where), {@link dev.sluice.http.KeyResolver} and {@link dev.sluice.http.TrustedProxies} (who),
+ * {@link dev.sluice.http.RateLimitHeaders} (what the client is told).
+ */
+package dev.sluice.http;

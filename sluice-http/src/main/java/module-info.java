@@ -1,0 +1,12 @@
+/**
+ * Sluice for HTTP: a Jakarta Servlet filter and a JDK {@code HttpServer} filter, client identity
+ * (key resolvers, trusted proxies) and the standard rate-limit response headers.
+ */
+module dev.sluice.http {
+  requires transitive dev.sluice.core;
+  requires transitive jdk.httpserver;
+  // Provided by the servlet container; only RateLimitServletFilter touches it.
+  requires static transitive jakarta.servlet;
+
+  exports dev.sluice.http;
+}

@@ -1,0 +1,295 @@
+package dev.sluice.http;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.FailureMode;
+import dev.sluice.ManualTicker;
+import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
+import dev.sluice.Ticker;
+import dev.sluice.memory.MemoryRateLimiter;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The filter scenarios, run against a real server (Jetty 12 with the servlet filter, the JDK
+ * HttpServer with its filter) by a real {@link HttpClient}. Both filters must answer identically.
+ */
+abstract class AbstractFilterTest {
+  static final long T0 = 1_700_000_000_000_000L; // epoch micros on a whole second
+  static final Policy API = Policy.fixedWindow("api", 3, Duration.ofSeconds(60));
+
+  final AtomicInteger handled = new AtomicInteger();
+  final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+      .connectTimeout(Duration.ofSeconds(5)).build();
+  final ManualTicker ticker = Ticker.manual(T0);
+  private URI base;
+
+  /** Starts the server under test on an ephemeral port with {@code rateLimit} in front of {@link #respond}. */
+  abstract URI start(HttpRateLimit rateLimit) throws Exception;
+
+  abstract void stop() throws Exception;
+
+  /** Store clients a test opened, closed after the server stopped. */
+  final List<AutoCloseable> cleanup = new ArrayList<>();
+
+  @AfterEach void tearDown() throws Exception {
+    stop();
+    for (AutoCloseable c : cleanup) {
+      c.close();
+    }
+  }
+
+  /**
+   * The application behind the filter: {@code /ok} 200, {@code /deny} 401, {@code /fail} 500,
+   * {@code /throw} throws. Returns the status to answer, or throws.
+   */
+  int respond(String path) {
+    handled.incrementAndGet();
+    switch (path) {
+      case "/deny": return 401;
+      case "/fail": return 500;
+      case "/throw": throw new IllegalStateException("handler failed (expected by the test)");
+      default: return 200;
+    }
+  }
+
+  void serve(HttpRateLimit rateLimit) throws Exception {
+    base = start(rateLimit);
+  }
+
+  HttpResponse<String> get(String path, String... headers) throws Exception {
+    HttpRequest.Builder b = HttpRequest.newBuilder(base.resolve(path)).timeout(Duration.ofSeconds(10)).GET();
+    if (headers.length > 0) {
+      b.headers(headers);
+    }
+    return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  /** The status, or -1 when the server dropped the connection (the JDK server does that when a handler throws). */
+  int status(String path, String... headers) throws Exception {
+    try {
+      return get(path, headers).statusCode();
+    } catch (IOException e) {
+      return -1;
+    }
+  }
+
+  MemoryRateLimiter memory(Policy policy) {
+    return MemoryRateLimiter.builder(policy).ticker(ticker).build();
+  }
+
+  @Test void allowedResponsesCarryTheLimitHeadersByteForByte() throws Exception {
+    serve(HttpRateLimit.builder(memory(API)).build());
+    HttpResponse<String> r = get("/ok");
+    assertThat(r.statusCode()).isEqualTo(200);
+    assertThat(r.body()).isEqualTo("ok");
+    assertThat(r.headers().allValues("RateLimit-Policy")).containsExactly("\"api\";q=3;w=60");
+    assertThat(r.headers().allValues("RateLimit")).containsExactly("\"api\";r=2;t=60");
+    assertThat(r.headers().allValues("X-RateLimit-Limit")).containsExactly("3");
+    assertThat(r.headers().allValues("X-RateLimit-Remaining")).containsExactly("2");
+    assertThat(r.headers().allValues("X-RateLimit-Reset")).containsExactly("1700000060");
+    ticker.advance(Duration.ofMillis(20_250));
+    r = get("/ok");
+    assertThat(r.headers().allValues("RateLimit")).containsExactly("\"api\";r=1;t=40");
+    assertThat(r.headers().allValues("X-RateLimit-Remaining")).containsExactly("1");
+  }
+
+  @Test void headerFamiliesCanBeSwitchedOff() throws Exception {
+    serve(HttpRateLimit.builder(memory(API)).headers(RateLimitHeaders.of(true, false)).build());
+    HttpResponse<String> r = get("/ok");
+    assertThat(r.headers().firstValue("RateLimit")).contains("\"api\";r=2;t=60");
+    assertThat(r.headers().firstValue("X-RateLimit-Limit")).isEmpty();
+  }
+
+  @Test void overTheLimitAnswers429WithRetryAfterAndAProblemBody() throws Exception {
+    serve(HttpRateLimit.builder(memory(API)).build());
+    for (int i = 0; i < 3; i++) {
+      assertThat(get("/ok").statusCode()).isEqualTo(200);
+    }
+    ticker.advance(Duration.ofMillis(15_500));
+    HttpResponse<String> r = get("/ok");
+    assertThat(r.statusCode()).isEqualTo(429);
+    assertThat(r.headers().allValues("Retry-After")).containsExactly("45");
+    assertThat(r.headers().allValues("Content-Type")).containsExactly("application/problem+json");
+    assertThat(r.headers().allValues("RateLimit")).containsExactly("\"api\";r=0;t=45");
+    assertThat(r.body()).isEqualTo("{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":429,"
+        + "\"detail\":\"Rate limit of policy 'api' exceeded; retry after 45 seconds.\","
+        + "\"policy\":\"api\",\"reason\":\"LIMIT_EXCEEDED\",\"retryAfter\":45}");
+    assertThat(handled).hasValue(3);
+    ticker.advance(Duration.ofSeconds(45));
+    assertThat(get("/ok").statusCode()).isEqualTo(200);
+  }
+
+  @ParameterizedTest(name = "store {0}")
+  @ValueSource(strings = {"redis", "jdbc"})
+  void aStoreFailureDecidedClosedAnswers503WithoutLimitHeaders(String store) throws Exception {
+    AtomicInteger storeErrors = new AtomicInteger();
+    RateLimitListener countErrors = new RateLimitListener() {
+      @Override public void onStoreCall(Policy policy, long latencyNanos, Throwable error) {
+        if (error != null) {
+          storeErrors.incrementAndGet();
+        }
+      }
+    };
+    serve(HttpRateLimit.builder(DownStore.limiter(store, API, FailureMode.closed(), countErrors, cleanup)).build());
+    HttpResponse<String> r = get("/ok");
+    assertThat(r.statusCode()).isEqualTo(503);
+    assertThat(r.headers().map().keySet()).noneMatch(h -> h.toLowerCase().contains("ratelimit"));
+    assertThat(r.headers().allValues("Retry-After")).containsExactly("1");
+    assertThat(r.headers().allValues("Content-Type")).containsExactly("application/problem+json");
+    assertThat(r.body()).contains("\"status\":503").contains("STORE_UNAVAILABLE");
+    assertThat(handled).hasValue(0);
+    assertThat(storeErrors.get()).as("the limiter really tried its store").isPositive();
+  }
+
+  @ParameterizedTest(name = "store {0}")
+  @ValueSource(strings = {"redis", "jdbc"})
+  void aStoreFailureDecidedOpenPassesWithoutLimitHeaders(String store) throws Exception {
+    AtomicInteger alerts = new AtomicInteger();
+    serve(HttpRateLimit.builder(DownStore.limiter(store, API, FailureMode.open((p, reason, cause) -> alerts.incrementAndGet()),
+        RateLimitListener.NONE, cleanup)).build());
+    HttpResponse<String> r = get("/ok");
+    assertThat(r.statusCode()).isEqualTo(200);
+    assertThat(r.headers().firstValue("RateLimit")).isEmpty();
+    assertThat(r.headers().firstValue("X-RateLimit-Remaining")).isEmpty();
+    assertThat(alerts).hasValue(1);
+  }
+
+  @Test void aClientSuppliedForwardedForIsIgnoredUnlessThePeerIsATrustedProxy() throws Exception {
+    // The test client connects from 127.0.0.1, which is not in 10.0.0.0/8: rotating the header must not help.
+    serve(HttpRateLimit.builder(memory(API)).keyResolver(KeyResolver.forwardedFor(TrustedProxies.of("10.0.0.0/8"))).build());
+    for (int i = 0; i < 3; i++) {
+      assertThat(status("/ok", "X-Forwarded-For", "198.51.100." + i)).isEqualTo(200);
+    }
+    assertThat(status("/ok", "X-Forwarded-For", "198.51.100.99")).isEqualTo(429);
+  }
+
+  @Test void forwardedForIsBelievedFromATrustedProxy() throws Exception {
+    MemoryRateLimiter lim = memory(API);
+    serve(HttpRateLimit.builder(lim).keyResolver(KeyResolver.forwardedFor(TrustedProxies.of("127.0.0.0/8", "::1"))).build());
+    for (int i = 0; i < 3; i++) {
+      assertThat(status("/ok", "X-Forwarded-For", "6.6.6.6, 198.51.100.7")).isEqualTo(200);
+    }
+    assertThat(status("/ok", "X-Forwarded-For", "6.6.6.6, 198.51.100.7")).isEqualTo(429);
+    assertThat(status("/ok", "X-Forwarded-For", "198.51.100.8")).isEqualTo(200);
+    assertThat(lim.peek("ip:198.51.100.7").remaining()).isZero();
+    assertThat(lim.peek("ip:198.51.100.8").remaining()).isEqualTo(2);
+  }
+
+  @Test void requestsWithoutIdentityShareTheOneUnknownBucket() throws Exception {
+    MemoryRateLimiter lim = memory(API);
+    serve(HttpRateLimit.builder(lim).keyResolver(KeyResolver.header("X-Api-Key")).build());
+    for (int i = 0; i < 3; i++) {
+      assertThat(status("/ok")).isEqualTo(200);
+    }
+    assertThat(status("/ok")).isEqualTo(429);
+    assertThat(status("/ok", "X-Api-Key", "k1")).isEqualTo(200);
+    assertThat(lim.peek("unknown").remaining()).isZero();
+    assertThat(lim.trackedKeys()).isEqualTo(2);
+  }
+
+  @Test void skipFailedRequestsRefundsThrownAnd5xxAnswers() throws Exception {
+    MemoryRateLimiter lim = memory(API);
+    serve(HttpRateLimit.builder(lim).skipFailedRequests(true).build());
+    for (int i = 0; i < 5; i++) {
+      assertThat(status("/fail")).isEqualTo(500);
+      assertThat(status("/throw")).isIn(500, -1);
+    }
+    awaitRemaining(lim, "ip:127.0.0.1", 3);
+    assertThat(status("/deny")).isEqualTo(401); // a 4xx is the client's failure, not ours: it counts
+    assertThat(status("/ok")).isEqualTo(200);
+    assertThat(status("/ok")).isEqualTo(200);
+    assertThat(status("/ok")).isEqualTo(429);
+  }
+
+  @Test void skipSuccessfulRequestsCountsOnlyFailures() throws Exception {
+    Policy login = Policy.fixedWindow("login", 2, Duration.ofMinutes(5));
+    MemoryRateLimiter lim = memory(login);
+    serve(HttpRateLimit.builder(lim).skipSuccessfulRequests(true).build());
+    for (int i = 0; i < 5; i++) {
+      assertThat(status("/ok")).isEqualTo(200);
+    }
+    awaitRemaining(lim, "ip:127.0.0.1", 2);
+    assertThat(status("/deny")).isEqualTo(401);
+    assertThat(status("/deny")).isEqualTo(401);
+    assertThat(status("/deny")).isEqualTo(429);
+    assertThat(status("/ok")).isEqualTo(429);
+  }
+
+  /**
+   * Waits (bounded) until {@code key} has {@code remaining} permits: a refund runs after the handler
+   * returned, which a fast client can overtake by a hair.
+   */
+  static void awaitRemaining(MemoryRateLimiter lim, String key, long remaining) throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    while (lim.peek(key).remaining() != remaining && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertThat(lim.peek(key).remaining()).as("remaining permits of " + key).isEqualTo(remaining);
+  }
+
+  @Test void theGlobalCeilingHoldsWhateverTheIdentityAndLeavesNoPartialCharge() throws Exception {
+    Policy client = Policy.fixedWindow("api", 10, Duration.ofSeconds(60));
+    Policy ceiling = Policy.fixedWindow("ceiling", 3, Duration.ofSeconds(60));
+    MemoryRateLimiter lim = memory(client);
+    serve(HttpRateLimit.builder(lim).keyResolver(KeyResolver.header("X-Api-Key")).globalCeiling(ceiling).build());
+    HttpResponse<String> first = get("/ok", "X-Api-Key", "a");
+    assertThat(first.headers().allValues("RateLimit-Policy")).containsExactly("\"api\";q=10;w=60, \"ceiling\";q=3;w=60");
+    assertThat(first.headers().allValues("RateLimit")).containsExactly("\"api\";r=9;t=60, \"ceiling\";r=2;t=60");
+    assertThat(first.headers().allValues("X-RateLimit-Remaining")).containsExactly("2");
+    assertThat(status("/ok", "X-Api-Key", "b")).isEqualTo(200);
+    assertThat(status("/ok", "X-Api-Key", "c")).isEqualTo(200);
+    HttpResponse<String> r = get("/ok", "X-Api-Key", "d");
+    assertThat(r.statusCode()).isEqualTo(429);
+    assertThat(r.headers().allValues("RateLimit-Policy")).containsExactly("\"ceiling\";q=3;w=60");
+    assertThat(r.body()).contains("\"policy\":\"ceiling\"");
+    // d was charged and refunded: its own budget is whole.
+    assertThat(lim.peek("x-api-key:d").remaining()).isEqualTo(10);
+    assertThat(lim.peek("x-api-key:a").remaining()).isEqualTo(9);
+  }
+
+  @Test void aCeilingWhoseStoreIsDownAnswers503AndRefundsTheClientsPermit() throws Exception {
+    MemoryRateLimiter lim = memory(API);
+    Policy ceiling = Policy.fixedWindow("ceiling", 100, Duration.ofSeconds(60));
+    serve(HttpRateLimit.builder(lim).globalCeiling(DownStore.limiter(ceiling, FailureMode.closed(), RateLimitListener.NONE), ceiling).build());
+    HttpResponse<String> r = get("/ok");
+    assertThat(r.statusCode()).isEqualTo(503);
+    assertThat(r.headers().firstValue("RateLimit")).isEmpty();
+    assertThat(r.body()).contains("\"policy\":\"ceiling\"");
+    assertThat(lim.peek("ip:127.0.0.1").remaining()).isEqualTo(3);
+    assertThat(handled).hasValue(0);
+  }
+
+  @Test void concurrentRequestsAdmitExactlyTheLimit() throws Exception {
+    Policy burst = Policy.fixedWindow("burst", 20, Duration.ofSeconds(60));
+    MemoryRateLimiter lim = memory(burst);
+    serve(HttpRateLimit.builder(lim).build());
+    List<CompletableFuture<HttpResponse<String>>> inFlight = new ArrayList<>();
+    for (int i = 0; i < 80; i++) {
+      inFlight.add(client.sendAsync(HttpRequest.newBuilder(base.resolve("/ok")).timeout(Duration.ofSeconds(20)).build(),
+          HttpResponse.BodyHandlers.ofString()));
+    }
+    Map<Integer, Long> byStatus = new TreeMap<>();
+    for (CompletableFuture<HttpResponse<String>> f : inFlight) {
+      byStatus.merge(f.get(30, TimeUnit.SECONDS).statusCode(), 1L, Long::sum);
+    }
+    assertThat(byStatus).containsExactly(Map.entry(200, 20L), Map.entry(429, 60L));
+    assertThat(handled).hasValue(20);
+  }
+}

@@ -1,0 +1,154 @@
+package dev.sluice.mcp;
+
+import dev.sluice.guard.RateLimitExceededException;
+import dev.sluice.guard.RateLimitGuard;
+import dev.sluice.internal.Checks;
+import io.modelcontextprotocol.common.McpTransportContext;
+import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
+import io.modelcontextprotocol.server.McpServerFeatures.SyncToolSpecification;
+import io.modelcontextprotocol.spec.McpError;
+import io.modelcontextprotocol.spec.McpSchema.CallToolRequest;
+import io.modelcontextprotocol.spec.McpSchema.JSONRPCResponse.JSONRPCError;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import reactor.core.publisher.Mono;
+
+/**
+ * Rate-limits the tool calls of an MCP server built on the MCP Java SDK, per account, through a
+ * {@link RateLimitGuard}: wrap the tool specifications before registering them.
+ *
+ * <pre>{@code
+ * RateLimitedTools limits = RateLimitedTools.builder(RateLimitGuard.builder(limiter)
+ *         .onStoreError(e -> alerts.warn("rate limiter down: " + e.reason())).build())
+ *     .accountResolver(AccountResolver.transportContext("user-id"))
+ *     .build();
+ * McpSyncServer server = McpServer.sync(transportProvider)
+ *     .tools(limits.wrap(searchTool), limits.wrap(exportTool))
+ *     .build();
+ * }</pre>
+ *
+ * <p>A call over the limit does not reach the tool: the client receives a JSON-RPC error with code
+ * {@link #RATE_LIMITED} ({@value #RATE_LIMITED}), a message naming the policy, and data
+ * {@code {"policy", "reason", "retryAfterSeconds", "retryAfterMillis"}}; a Java client reads it back
+ * with {@link #retryAfter(McpError)}. When the limiter's store is down the call proceeds and the
+ * guard's {@code onStoreError} is told: an abuse throttle must never lock an account out because
+ * of infrastructure.
+ */
+public final class RateLimitedTools {
+  /**
+   * The JSON-RPC error code of a refused tool call: in the implementation-defined server-error range
+   * (-32000 to -32099), chosen to read as HTTP 429.
+   */
+  public static final int RATE_LIMITED = -32029;
+
+  private final RateLimitGuard guard;
+  private final AccountResolver accounts;
+  private final String keyPrefix;
+
+  private RateLimitedTools(Builder b) {
+    this.guard = b.guard;
+    this.accounts = b.accounts;
+    this.keyPrefix = b.keyPrefix;
+  }
+
+  public static Builder builder(RateLimitGuard guard) {
+    return new Builder(Checks.notNull("guard", guard));
+  }
+
+  /** {@code spec} with its call handler behind the guard. */
+  public SyncToolSpecification wrap(SyncToolSpecification spec) {
+    Checks.notNull("spec", spec);
+    var handler = spec.callHandler();
+    return new SyncToolSpecification(spec.tool(), (exchange, request) -> {
+      admit(exchange.transportContext(), exchange.sessionId(), request);
+      return handler.apply(exchange, request);
+    });
+  }
+
+  /**
+   * {@code spec} with its call handler behind the guard. The check runs when the returned
+   * {@code Mono} is subscribed; it blocks for one limiter call (microseconds on the memory tier,
+   * one round trip on a shared store).
+   */
+  public AsyncToolSpecification wrap(AsyncToolSpecification spec) {
+    Checks.notNull("spec", spec);
+    var handler = spec.callHandler();
+    return new AsyncToolSpecification(spec.tool(), (exchange, request) -> Mono.defer(() -> {
+      admit(exchange.transportContext(), exchange.sessionId(), request);
+      return handler.apply(exchange, request);
+    }));
+  }
+
+  /** Every spec of {@code specs} wrapped. */
+  public List<SyncToolSpecification> wrapAll(List<SyncToolSpecification> specs) {
+    List<SyncToolSpecification> out = new ArrayList<>(specs.size());
+    for (SyncToolSpecification s : specs) {
+      out.add(wrap(s));
+    }
+    return out;
+  }
+
+  /** The key a call is charged under: {@code account:<id>}, or {@code unknown} without an account. */
+  String keyOf(McpTransportContext context, String sessionId, CallToolRequest request) {
+    String account = accounts.accountOf(context, sessionId, request);
+    return account == null || account.isBlank() ? "unknown" : keyPrefix + account;
+  }
+
+  private void admit(McpTransportContext context, String sessionId, CallToolRequest request) {
+    try {
+      guard.check(keyOf(context, sessionId, request));
+    } catch (RateLimitExceededException e) {
+      Map<String, Object> data = new LinkedHashMap<>();
+      data.put("policy", e.policyName());
+      data.put("reason", e.reason().name());
+      data.put("retryAfterSeconds", e.retryAfterSeconds());
+      data.put("retryAfterMillis", Math.max(1, e.retryAfter().toMillis()));
+      throw McpError.builder(RATE_LIMITED).message(e.getMessage()).data(data).build();
+    }
+  }
+
+  /** The retry-after of a refused tool call as a client received it, or empty for any other error. */
+  public static Optional<Duration> retryAfter(McpError error) {
+    JSONRPCError e = error == null ? null : error.getJsonRpcError();
+    if (e == null || e.code() != RATE_LIMITED || !(e.data() instanceof Map<?, ?> data)) {
+      return Optional.empty();
+    }
+    Object millis = data.get("retryAfterMillis");
+    if (millis instanceof Number n) {
+      return Optional.of(Duration.ofMillis(n.longValue()));
+    }
+    Object seconds = data.get("retryAfterSeconds");
+    return seconds instanceof Number n ? Optional.of(Duration.ofSeconds(n.longValue())) : Optional.empty();
+  }
+
+  /** Builds {@link RateLimitedTools}. */
+  public static final class Builder {
+    private final RateLimitGuard guard;
+    private AccountResolver accounts = (context, sessionId, request) -> null;
+    private String keyPrefix = "account:";
+
+    private Builder(RateLimitGuard guard) {
+      this.guard = guard;
+    }
+
+    /** Which account a call counts against. Default: none, so every call shares {@code unknown}: set one. */
+    public Builder accountResolver(AccountResolver resolver) {
+      this.accounts = Checks.notNull("accountResolver", resolver);
+      return this;
+    }
+
+    /** The prefix of every account key (default {@code account:}). */
+    public Builder keyPrefix(String prefix) {
+      this.keyPrefix = Checks.notNull("keyPrefix", prefix);
+      return this;
+    }
+
+    public RateLimitedTools build() {
+      return new RateLimitedTools(this);
+    }
+  }
+}

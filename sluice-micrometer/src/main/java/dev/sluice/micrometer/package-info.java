@@ -1,0 +1,2 @@
+/** Micrometer meters for Sluice: {@link dev.sluice.micrometer.RateLimitMetrics}. */
+package dev.sluice.micrometer;

@@ -1,0 +1,438 @@
+package dev.sluice.server;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.Decision;
+import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Refund;
+import dev.sluice.Ticker;
+import dev.sluice.Ticket;
+import dev.sluice.http.RateLimitHeaders;
+import dev.sluice.internal.Checks;
+import dev.sluice.memory.MemoryRateLimiter;
+import io.micrometer.core.instrument.Timer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.eclipse.jetty.http.HttpFields;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.server.Handler;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.util.Callback;
+import org.eclipse.jetty.util.Fields;
+
+/**
+ * The JSON HTTP API, as a Jetty core handler (no servlet layer: the API is six routes).
+ *
+ * <pre>
+ *   POST /v1/acquire  {"policy":"api","key":"user:42","permits":1}  -> 200 allowed | 429 refused | 503 store down
+ *   POST /v1/refund   {"ticket":"..."}                              -> 200 {"result":"applied"|"no_effect"} | 503 failed
+ *   GET  /v1/peek?policy=api&amp;key=user:42                            -> 200, the decision one permit would get, nothing charged
+ *   GET  /v1/policies                                               -> the configured policies
+ *   GET  /healthz                                                   -> 200 up | 503 down (shared stores are asked)
+ *   GET  /metrics                                                   -> Prometheus text
+ * </pre>
+ * A bad request gets 400 and {@code {"error":"bad_request","message":"..."}} saying what was wrong; an
+ * unexpected failure gets 500 and a generic message (the stack trace goes to the server log only).
+ */
+final class ApiHandler extends Handler.Abstract {
+  private static final System.Logger LOG = System.getLogger(ApiHandler.class.getName());
+  static final int MAX_BODY_BYTES = 64 * 1024;
+  private static final String JSON = "application/json";
+  private static final Set<String> ACQUIRE_FIELDS = Set.of("policy", "key", "permits");
+  private static final Set<String> REFUND_FIELDS = Set.of("ticket");
+
+  /** One configured policy and everything needed to answer for it without a lookup. */
+  record Entry(Policy policy, RateLimiter limiter, ServerMetrics.PolicyMeters meters, long ticketLifeMicros) {}
+
+  /** The header renderer of sluice-http: the service sends exactly what the HTTP filters send. */
+  private static final RateLimitHeaders HEADERS = RateLimitHeaders.all();
+
+  private final Map<String, Entry> entries;
+  private final Store store;
+  private final Ticker ticker;
+  private final TicketCodec tickets;
+  private final SpentTickets spent;
+  private final ServerMetrics metrics;
+  private final ObjectMapper mapper = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+  private final JsonFactory json = mapper.getFactory();
+  private final Timer acquireTimer;
+  private final Timer refundTimer;
+  private final Timer peekTimer;
+  private final String policiesBody;
+
+  ApiHandler(List<Policy> policies, Store store, Ticker ticker, TicketCodec tickets, SpentTickets spent, ServerMetrics metrics) {
+    this.store = store;
+    this.ticker = ticker;
+    this.tickets = tickets;
+    this.spent = spent;
+    this.metrics = metrics;
+    Map<String, Entry> m = new LinkedHashMap<>();
+    for (Policy p : policies) {
+      RateLimiter limiter = store.limiter(p, metrics.listener());
+      if (limiter instanceof MemoryRateLimiter memory) {
+        metrics.trackedKeys(p.name(), memory::trackedKeys);
+      }
+      m.put(p.name(), new Entry(p, limiter, metrics.forPolicy(p), PolicyFile.quotaMicros(p.algorithm())));
+    }
+    this.entries = Map.copyOf(m);
+    this.acquireTimer = metrics.requestTimer("acquire");
+    this.refundTimer = metrics.requestTimer("refund");
+    this.peekTimer = metrics.requestTimer("peek");
+    this.policiesBody = write(g -> {
+      g.writeStartObject();
+      g.writeStringField("store", store.name());
+      g.writeArrayFieldStart("policies");
+      for (Policy p : policies) {
+        g.writeObject(PolicyFile.describe(p));
+        }
+      g.writeEndArray();
+      g.writeEndObject();
+    });
+  }
+
+  RateLimiter limiter(String policy) {
+    return entries.get(policy).limiter();
+  }
+
+  /** An answer that is not a decision: an error status with its JSON body. */
+  static final class ApiError extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final int status;
+    final String code;
+
+    ApiError(int status, String code, String message) {
+      super(message, null, false, false);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  @Override public boolean handle(Request request, Response response, Callback callback) {
+    String path = Request.getPathInContext(request);
+    String method = request.getMethod();
+    long start = System.nanoTime();
+    Timer timer = null;
+    try {
+      switch (path) {
+        case "/v1/acquire" -> {
+          timer = acquireTimer;
+          requireMethod(method, "POST");
+          acquire(request, response, callback);
+        }
+        case "/v1/refund" -> {
+          timer = refundTimer;
+          requireMethod(method, "POST");
+          refund(request, response, callback);
+        }
+        case "/v1/peek" -> {
+          timer = peekTimer;
+          requireMethod(method, "GET");
+          peek(request, response, callback);
+        }
+        case "/v1/policies" -> {
+          requireMethod(method, "GET");
+          send(response, callback, 200, policiesBody);
+        }
+        case "/healthz" -> {
+          requireMethod(method, "GET");
+          health(response, callback);
+        }
+        case "/metrics" -> {
+          requireMethod(method, "GET");
+          response.setStatus(200);
+          response.getHeaders().put(HttpHeader.CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+          Content.Sink.write(response, true, metrics.scrape(), callback);
+        }
+        default -> throw new ApiError(404, "not_found", "no route " + method + " " + path
+            + "; routes: POST /v1/acquire, POST /v1/refund, GET /v1/peek, GET /v1/policies, GET /healthz, GET /metrics");
+      }
+    } catch (ApiError e) {
+      if (e.status == 405) {
+        response.getHeaders().put(HttpHeader.ALLOW, e.code);
+        sendError(response, callback, 405, "method_not_allowed", e.getMessage());
+      } else {
+        sendError(response, callback, e.status, e.code, e.getMessage());
+      }
+    } catch (IllegalArgumentException e) {
+      // Every validation in Sluice (Checks) throws this with a message naming the value and the rule.
+      sendError(response, callback, 400, "bad_request", e.getMessage());
+    } catch (Exception e) {
+      LOG.log(System.Logger.Level.ERROR, "request " + method + " " + path + " failed", e);
+      sendError(response, callback, 500, "internal", "internal error; the server log has the details");
+    } finally {
+      if (timer != null) {
+        timer.record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS);
+      }
+    }
+    return true;
+  }
+
+  private void acquire(Request request, Response response, Callback callback) throws IOException {
+    JsonNode body = readObject(request, ACQUIRE_FIELDS, "acquire takes policy, key and permits");
+    Entry e = entry(requiredText(body, "policy"));
+    String key = Checks.key(requiredText(body, "key"));
+    long permits = permits(body.get("permits"), e.policy());
+    Decision d = e.limiter().tryAcquire(key, permits, e.policy());
+    long now = ticker.nowMicros();
+    String ticket = d.ticket()
+        .map(t -> tickets.encode(e.policy().name(), key, t.permits(), t.stamp(), now))
+        .orElse(null);
+    int status;
+    HttpFields.Mutable h = response.getHeaders();
+    if (d.allowed()) {
+      status = 200;
+      HEADERS.allowed(d, null, now, h::put);
+    } else if (d.reason().isFailure()) {
+      status = 503; // an outage is not a limit the client exceeded: Retry-After, no limit headers
+      HEADERS.unavailable(d, h::put);
+    } else {
+      status = 429;
+      HEADERS.refused(d, now, h::put);
+    }
+    send(response, callback, status, decisionBody(d, ticket));
+  }
+
+  private void refund(Request request, Response response, Callback callback) throws IOException {
+    JsonNode body = readObject(request, REFUND_FIELDS, "refund takes ticket");
+    TicketCodec.Claims c = tickets.decode(requiredText(body, "ticket"));
+    Entry e = entries.get(c.policy());
+    if (e == null) {
+      throw new ApiError(400, "bad_request", "ticket names policy '" + c.policy() + "', which is not configured any more");
+    }
+    long now = ticker.nowMicros();
+    long expiresAt = c.issuedAtMicros() + e.ticketLifeMicros();
+    Refund result;
+    String detail;
+    if (now >= expiresAt) {
+      result = Refund.NO_EFFECT;
+      detail = "ticket expired: its permits have come back by themselves";
+    } else {
+      switch (spent.mark(c.mac(), expiresAt, now)) {
+        case ALREADY_SPENT -> {
+          result = Refund.NO_EFFECT;
+          detail = "ticket was already refunded";
+        }
+        case FULL -> {
+          result = Refund.FAILED;
+          detail = "too many tickets refunded recently to remember another; refused to stay strict, retry later";
+        }
+        default -> {
+          result = e.limiter().refund(new Ticket(e.policy(), c.key(), c.permits(), c.stamp()));
+          detail = switch (result) {
+            case APPLIED -> "permits returned";
+            case NO_EFFECT -> "nothing to give back: the window rolled or the bucket is full";
+            case FAILED -> "the store could not be updated; the limiter stays stricter";
+          };
+          if (result == Refund.FAILED) {
+            spent.unmark(c.mac());
+          }
+        }
+      }
+    }
+    e.meters().refund(result);
+    String out = write(g -> {
+      g.writeStartObject();
+      g.writeStringField("result", result.name().toLowerCase(java.util.Locale.ROOT));
+      g.writeStringField("policy", c.policy());
+      g.writeNumberField("permits", c.permits());
+      g.writeStringField("detail", detail);
+      g.writeEndObject();
+    });
+    send(response, callback, result == Refund.FAILED ? 503 : 200, out);
+  }
+
+  private void peek(Request request, Response response, Callback callback) {
+    Fields q;
+    try {
+      q = Request.extractQueryParameters(request, StandardCharsets.UTF_8);
+    } catch (RuntimeException e) {
+      throw new ApiError(400, "bad_request", "query string is malformed; percent-encode each byte of UTF-8 (%XX) and keep '&' and '=' as separators");
+    }
+    Entry e = entry(requiredParam(q, "policy"));
+    String key = Checks.key(requiredParam(q, "key"));
+    Decision d = e.limiter().peek(key, e.policy());
+    long now = ticker.nowMicros();
+    HEADERS.allowed(d, null, now, response.getHeaders()::put); // the quota's state; nothing for a failure-mode decision
+    send(response, callback, d.reason().isFailure() && !d.allowed() ? 503 : 200, decisionBody(d, null));
+  }
+
+  private void health(Response response, Callback callback) {
+    boolean up = true;
+    String reason = null;
+    if (store.shared()) {
+      // Ask the store: a peek writes nothing, and its reason says whether the store answered.
+      Entry e = entries.values().iterator().next();
+      Decision d = e.limiter().peek("sluice:healthz", e.policy());
+      if (d.reason().isFailure()) {
+        up = false;
+        reason = d.reason().name().toLowerCase(java.util.Locale.ROOT);
+      }
+    }
+    boolean isUp = up;
+    String why = reason;
+    send(response, callback, up ? 200 : 503, write(g -> {
+      g.writeStartObject();
+      g.writeStringField("status", isUp ? "up" : "down");
+      g.writeStringField("store", store.name());
+      if (why != null) {
+        g.writeStringField("reason", why);
+      }
+      g.writeEndObject();
+    }));
+  }
+
+  private String decisionBody(Decision d, String ticket) {
+    return write(g -> {
+      g.writeStartObject();
+      g.writeBooleanField("allowed", d.allowed());
+      g.writeStringField("reason", d.reason().name().toLowerCase(java.util.Locale.ROOT));
+      g.writeStringField("policy", d.policy().name());
+      g.writeNumberField("limit", d.limit());
+      g.writeNumberField("remaining", d.remaining());
+      g.writeStringField("resetAt", micros(d.resetAtMicros()).toString());
+      g.writeNumberField("retryAfterMillis", -Math.floorDiv(-d.retryAfterMicros(), 1_000L));
+      if (d.path() != dev.sluice.Path.PRIMARY) {
+        g.writeStringField("path", d.path().name().toLowerCase(java.util.Locale.ROOT));
+      }
+      if (ticket != null) {
+        g.writeStringField("ticket", ticket);
+      }
+      g.writeEndObject();
+    });
+  }
+
+  private static Instant micros(long m) {
+    return Instant.ofEpochSecond(Math.floorDiv(m, 1_000_000L), Math.floorMod(m, 1_000_000L) * 1_000L);
+  }
+
+  private Entry entry(String name) {
+    Entry e = entries.get(name);
+    if (e == null) {
+      throw new ApiError(400, "bad_request", "policy " + Checks.quote(name) + " is not configured; configured policies: "
+          + String.join(", ", entries.keySet().stream().sorted().limit(20).toList()));
+    }
+    return e;
+  }
+
+  private static long permits(JsonNode v, Policy p) {
+    if (v == null) {
+      return 1;
+    }
+    if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+      throw new ApiError(400, "bad_request", "permits " + abbreviate(v.toString())
+          + " is not a whole number; give a whole number from 1 to " + p.limit() + ", or leave it out for 1");
+    }
+    return Checks.permits(v.longValue(), p.limit(), p.name());
+  }
+
+  private JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
+    long declared = request.getLength();
+    if (declared > MAX_BODY_BYTES) {
+      throw new ApiError(413, "payload_too_large", "request body of " + declared + " bytes exceeds " + MAX_BODY_BYTES + " bytes");
+    }
+    byte[] bytes;
+    try (InputStream in = Request.asInputStream(request)) {
+      bytes = in.readNBytes(MAX_BODY_BYTES + 1);
+    }
+    if (bytes.length > MAX_BODY_BYTES) {
+      throw new ApiError(413, "payload_too_large", "request body exceeds " + MAX_BODY_BYTES + " bytes");
+    }
+    if (bytes.length == 0) {
+      throw new ApiError(400, "bad_request", "request body is empty; send a JSON object (" + usage + ")");
+    }
+    JsonNode node;
+    try {
+      node = mapper.readTree(bytes);
+    } catch (JsonProcessingException e) {
+      JsonLocation at = e.getLocation();
+      throw new ApiError(400, "bad_request", "request body is not valid JSON" + (at == null ? "" : " (line " + at.getLineNr()
+          + ", column " + at.getColumnNr() + ")") + ": " + e.getOriginalMessage());
+    }
+    if (node == null || !node.isObject()) {
+      throw new ApiError(400, "bad_request", "request body must be a JSON object (" + usage + ")");
+    }
+    for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
+      String f = it.next();
+      if (!fields.contains(f)) {
+        throw new ApiError(400, "bad_request", "unknown field " + Checks.quote(f) + "; " + usage);
+      }
+    }
+    return node;
+  }
+
+  private static String requiredText(JsonNode body, String field) {
+    JsonNode v = body.get(field);
+    if (v == null || v.isNull()) {
+      throw new ApiError(400, "bad_request", field + " is missing");
+    }
+    if (!v.isTextual()) {
+      throw new ApiError(400, "bad_request", field + " must be a JSON string, not " + abbreviate(v.toString()));
+    }
+    return v.textValue();
+  }
+
+  private static String requiredParam(Fields q, String name) {
+    String v = q.getValue(name);
+    if (v == null) {
+      throw new ApiError(400, "bad_request", "query parameter '" + name + "' is missing; use GET /v1/peek?policy=NAME&key=KEY");
+    }
+    return v;
+  }
+
+  private static void requireMethod(String method, String allowed) {
+    if (!allowed.equals(method)) {
+      throw new ApiError(405, allowed, method + " is not allowed here; use " + allowed);
+    }
+  }
+
+  private static String abbreviate(String s) {
+    return s.length() <= 40 ? s : s.substring(0, 40) + "...";
+  }
+
+  private void sendError(Response response, Callback callback, int status, String code, String message) {
+    send(response, callback, status, write(g -> {
+      g.writeStartObject();
+      g.writeStringField("error", code);
+      g.writeStringField("message", message);
+      g.writeEndObject();
+    }));
+  }
+
+  private static void send(Response response, Callback callback, int status, String body) {
+    response.setStatus(status);
+    response.getHeaders().put(HttpHeader.CONTENT_TYPE, JSON);
+    Content.Sink.write(response, true, body, callback);
+  }
+
+  @FunctionalInterface
+  private interface JsonWriter {
+    void write(JsonGenerator g) throws IOException;
+  }
+
+  private String write(JsonWriter w) {
+    StringWriter out = new StringWriter(256);
+    try (JsonGenerator g = json.createGenerator(out)) {
+      g.setCodec(mapper);
+      w.write(g);
+    } catch (IOException e) {
+      throw new IllegalStateException("writing JSON to a string failed", e);
+    }
+    return out.toString();
+  }
+}

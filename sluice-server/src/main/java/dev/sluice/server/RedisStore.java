@@ -1,0 +1,61 @@
+package dev.sluice.server;
+
+import dev.sluice.FailureMode;
+import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
+import dev.sluice.RateLimiter;
+import dev.sluice.redis.RedisRateLimiter;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * Counts in Redis ({@code sluice-redis}): one Lua script per decision, time from the Redis server,
+ * so every instance of the service shares one budget per key. Every algorithm, the sliding log included. An unreachable server does not stop
+ * the service from starting: decisions follow the failure mode until it answers.
+ */
+final class RedisStore extends Store {
+  private final String url;
+  private final RedisURI uri;
+  private final RedisClient client;
+  private final FailureMode failureMode;
+  private final Duration timeout;
+  private final List<RedisRateLimiter> limiters = new CopyOnWriteArrayList<>();
+
+  RedisStore(String url, FailureMode failureMode, Duration timeout) {
+    this.url = url;
+    try {
+      this.uri = RedisURI.create(url);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException("--redis " + redact(url) + " is not a Redis URL (" + e.getMessage()
+          + "); write e.g. redis://127.0.0.1:6379 or redis://:password@host:6379/0");
+    }
+    this.failureMode = failureMode;
+    this.timeout = timeout;
+    this.client = RedisClient.create();
+  }
+
+  @Override String name() { return "redis"; }
+
+  @Override String describe() {
+    return "Redis at " + redact(url) + " (shared by every instance; run Redis with maxmemory-policy noeviction)";
+  }
+
+  @Override boolean shared() { return true; }
+
+  @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
+    RedisRateLimiter l = RedisRateLimiter.builder(policy, client, uri).timeout(timeout).failureMode(failureMode)
+        .listener(listener, false).build();
+    limiters.add(l);
+    return l;
+  }
+
+  @Override public void close() {
+    for (RedisRateLimiter l : limiters) {
+      l.close();
+    }
+    client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+  }
+}

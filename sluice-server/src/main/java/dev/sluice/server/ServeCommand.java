@@ -1,0 +1,161 @@
+package dev.sluice.server;
+
+import dev.sluice.FailureMode;
+import dev.sluice.Policy;
+import dev.sluice.Ticker;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(name = "serve", mixinStandardHelpOptions = true,
+    description = {"Runs the rate-limit service: a JSON HTTP API over the policies of a YAML file.",
+        "Store: the embedded memory store by default (per process), or --redis / --postgres to share limits between instances."})
+final class ServeCommand implements Callable<Integer> {
+  private static volatile boolean serving;
+
+  @Option(names = {"-c", "--config"}, required = true, paramLabel = "FILE", description = "Policy file (YAML), e.g. examples/policies.yaml.")
+  Path config;
+
+  @Option(names = {"-p", "--port"}, defaultValue = "8080", paramLabel = "PORT", description = "Port to listen on; 0 picks a free port. Default: ${DEFAULT-VALUE}.")
+  int port;
+
+  @Option(names = "--host", defaultValue = "127.0.0.1", paramLabel = "ADDRESS",
+      description = "Address to bind; 0.0.0.0 for every interface (e.g. in a container). Default: ${DEFAULT-VALUE}.")
+  String host;
+
+  @Option(names = "--redis", paramLabel = "URL", description = "Keep counts in Redis, e.g. redis://127.0.0.1:6379.")
+  String redis;
+
+  @Option(names = "--postgres", paramLabel = "URL",
+      description = "Keep counts in PostgreSQL, e.g. jdbc:postgresql://127.0.0.1:5432/sluice?user=sluice.")
+  String postgres;
+
+  @Option(names = "--postgres-table", defaultValue = "sluice_rate_limit", paramLabel = "NAME",
+      description = "PostgreSQL: the table (created if absent). Default: ${DEFAULT-VALUE}.")
+  String postgresTable;
+
+  @Option(names = "--store-timeout", defaultValue = "100ms", paramLabel = "DURATION",
+      description = "Redis/PostgreSQL: deadline of one decision; past it the failure mode decides. Default: ${DEFAULT-VALUE}.")
+  String storeTimeout;
+
+  @Option(names = "--failure-mode", defaultValue = "closed", paramLabel = "MODE",
+      description = "Redis/PostgreSQL: when the store cannot answer, closed refuses (503) and open allows (and logs). Default: ${DEFAULT-VALUE}.")
+  String failureMode;
+
+  @Option(names = "--sweep-interval", defaultValue = "1m", paramLabel = "DURATION",
+      description = "PostgreSQL: how often expired rows are deleted. Default: ${DEFAULT-VALUE}.")
+  String sweepInterval;
+
+  @Option(names = "--max-keys", defaultValue = "10000", paramLabel = "N",
+      description = "Memory store: most keys tracked per policy; a spray of new keys beyond it is refused, never evicting anyone. Default: ${DEFAULT-VALUE}.")
+  int maxKeys;
+
+  @Option(names = "--max-key-length", defaultValue = "512", paramLabel = "N",
+      description = "Memory store: longest key in UTF-16 code units (an emoji counts two); longer keys are a 400. Default: ${DEFAULT-VALUE}.")
+  int maxKeyLength;
+
+  @Option(names = "--shutdown-timeout", defaultValue = "10s", paramLabel = "DURATION",
+      description = "On SIGTERM, how long requests in flight may take to finish. Default: ${DEFAULT-VALUE}.")
+  String shutdownTimeout;
+
+  @Option(names = "--spent-tickets", defaultValue = "100000", paramLabel = "N",
+      description = "Most recently refunded tickets remembered (a ticket refunds once). Default: ${DEFAULT-VALUE}.")
+  int spentTickets;
+
+  private Store store() {
+    if (redis == null && postgres == null) {
+      return Store.memory(maxKeys, maxKeyLength, Ticker.system());
+    }
+    Duration timeout = Durations.parse("--store-timeout", storeTimeout);
+    if (timeout.compareTo(Duration.ofMillis(1)) < 0) {
+      throw new IllegalArgumentException("--store-timeout " + storeTimeout + " is under 1 ms; give the store at least 1ms");
+    }
+    FailureMode mode = switch (failureMode.trim().toLowerCase(java.util.Locale.ROOT)) {
+      case "closed" -> FailureMode.closed();
+      case "open" -> FailureMode.open(new ThrottledAlert());
+      default -> throw new IllegalArgumentException("--failure-mode '" + failureMode + "' is unknown; use closed or open");
+    };
+    return redis != null ? Store.redis(redis, mode, timeout)
+        : Store.postgres(postgres, postgresTable, mode, timeout, Durations.parse("--sweep-interval", sweepInterval));
+  }
+
+  /** Logs the open failure mode's admissions, at most once per 10 seconds, so an outage does not flood the log. */
+  static final class ThrottledAlert implements FailureMode.FailureAlert {
+    private static final System.Logger LOG = System.getLogger(ServeCommand.class.getName());
+    private final java.util.concurrent.atomic.AtomicLong next = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong suppressed = new java.util.concurrent.atomic.AtomicLong();
+
+    @Override public void onFailure(Policy policy, dev.sluice.Reason reason, Throwable cause) {
+      long now = System.nanoTime();
+      long at = next.get();
+      if (now - at >= 0 && next.compareAndSet(at, now + 10_000_000_000L)) {
+        LOG.log(System.Logger.Level.WARNING, "store failure (" + reason + ") for policy '" + policy.name()
+            + "': allowing (--failure-mode open); " + suppressed.getAndSet(0) + " more since the last warning"
+            + (cause != null ? "; cause: " + cause : ""));
+      } else {
+        suppressed.incrementAndGet();
+      }
+    }
+  }
+
+  static boolean keepsRunning() {
+    return serving;
+  }
+
+  @Override public Integer call() throws Exception {
+    PrintStream out = System.out;
+    if (redis != null && postgres != null) {
+      throw new IllegalArgumentException("--redis and --postgres both given; choose one store");
+    }
+    Duration stopTimeout = Durations.parse("--shutdown-timeout", shutdownTimeout);
+    if (port < 0 || port > 65_535) {
+      throw new IllegalArgumentException("--port " + port + " is out of range; use 0 (a free port) to 65535");
+    }
+    List<Policy> policies = PolicyFile.read(config);
+    Store store = store();
+    SluiceServer server;
+    try {
+      server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets);
+    } catch (RuntimeException e) {
+      store.close();
+      throw e;
+    }
+    server.start();
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      out.println("sluice: stopping (draining requests in flight for up to " + shutdownTimeout + ")");
+      long t0 = System.nanoTime();
+      try {
+        server.stop();
+        out.println("sluice: stopped after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+      } catch (Exception e) {
+        out.println("sluice: stop failed: " + e);
+      }
+      out.flush();
+    }, "sluice-shutdown"));
+    serving = true;
+    String first = policies.get(0).name();
+    out.println("sluice: " + policies.size() + " policies from " + config + " ("
+        + policies.stream().map(p -> p.name() + " " + p.algorithm().id()).collect(Collectors.joining(", ")) + ")");
+    out.println("sluice: store: " + store.describe());
+    if (store.shared()) {
+      Policy p = policies.get(0);
+      dev.sluice.Decision probe = server.limiterFor(p).peek("sluice:startup", p);
+      if (probe.reason().isFailure()) {
+        out.println("sluice: WARNING: the store does not answer yet (" + probe.reason().name().toLowerCase(java.util.Locale.ROOT)
+            + "); decisions follow --failure-mode " + failureMode + " until it does");
+      }
+    }
+    out.println("sluice: listening on " + server.uri());
+    out.println("sluice: try   curl -si -X POST " + server.uri() + "/v1/acquire -H 'Content-Type: application/json'"
+        + " -d '{\"policy\":\"" + first + "\",\"key\":\"alice\"}'");
+    out.println("sluice: stop with Ctrl-C or SIGTERM");
+    out.flush();
+    server.join();
+    return 0;
+  }
+}

@@ -1,0 +1,123 @@
+package dev.sluice.server;
+
+import dev.sluice.Policy;
+import dev.sluice.Ticker;
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import org.eclipse.jetty.server.HttpConfiguration;
+import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.handler.GracefulHandler;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
+
+/**
+ * The rate-limit service: the {@link ApiHandler} on an embedded Jetty 12 server.
+ *
+ * <p>{@link #stop()} is graceful: the connector stops accepting, requests in flight finish (up to the
+ * stop timeout), and then the store is closed.
+ */
+public final class SluiceServer implements AutoCloseable {
+  private final Server jetty;
+  private final ServerConnector connector;
+  private final Store store;
+  private final GracefulHandler graceful;
+  private final ApiHandler api;
+  private final List<Policy> policies;
+
+  SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
+               int spentTicketCapacity) {
+    store.check(policies);
+    this.store = store;
+    this.policies = policies;
+    QueuedThreadPool threads = new QueuedThreadPool(64, 4);
+    threads.setName("sluice-http");
+    jetty = new Server(threads);
+    HttpConfiguration http = new HttpConfiguration();
+    http.setSendServerVersion(false);
+    http.setSendDateHeader(true);
+    connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
+    connector.setHost(host);
+    connector.setPort(port);
+    // On stop, idle keep-alive connections are closed after 100 ms instead of Jetty's default second;
+    // requests in flight are still drained by the GracefulHandler up to the stop timeout.
+    connector.setShutdownIdleTimeout(100);
+    jetty.addConnector(connector);
+    api = new ApiHandler(policies, store, ticker, new TicketCodec(), new SpentTickets(spentTicketCapacity),
+        new ServerMetrics());
+    graceful = new GracefulHandler(api);
+    jetty.setHandler(graceful);
+    jetty.setErrorHandler(new JsonErrorHandler());
+    jetty.setStopTimeout(stopTimeout.toMillis());
+    jetty.setStopAtShutdown(false);
+  }
+
+  /** Starts listening; after this, {@link #port()} is the bound port (useful with port 0). */
+  public SluiceServer start() throws Exception {
+    try {
+      jetty.start();
+    } catch (Exception e) {
+      store.close();
+      throw e;
+    }
+    return this;
+  }
+
+  public int port() {
+    return connector.getLocalPort();
+  }
+
+  public URI uri() {
+    String host = connector.getHost();
+    if (host == null || host.equals("0.0.0.0") || host.equals("::")) {
+      host = "127.0.0.1";
+    } else if (host.contains(":")) {
+      host = "[" + host + "]";
+    }
+    return URI.create("http://" + host + ":" + port());
+  }
+
+  /** The limiter deciding for {@code policy}. */
+  dev.sluice.RateLimiter limiterFor(Policy policy) {
+    return api.limiter(policy.name());
+  }
+
+  /** Requests being handled now (those a graceful stop waits for). */
+  long requestsInFlight() {
+    return graceful.getCurrentRequestCount();
+  }
+
+  List<Policy> policies() {
+    return policies;
+  }
+
+  Store store() {
+    return store;
+  }
+
+  /** Blocks until the server has stopped. */
+  public void join() throws InterruptedException {
+    jetty.join();
+  }
+
+  /** Graceful stop: drains requests in flight up to the stop timeout, then closes the store. */
+  public void stop() throws Exception {
+    try {
+      jetty.stop();
+    } finally {
+      store.close();
+    }
+  }
+
+  /** {@link #stop()}, for try-with-resources. */
+  @Override public void close() {
+    try {
+      stop();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Exception e) {
+      throw new IllegalStateException("stopping the server failed", e);
+    }
+  }
+}

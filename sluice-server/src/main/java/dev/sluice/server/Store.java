@@ -1,0 +1,107 @@
+package dev.sluice.server;
+
+import dev.sluice.Algorithm;
+import dev.sluice.FailureMode;
+import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
+import dev.sluice.RateLimiter;
+import dev.sluice.Ticker;
+import dev.sluice.memory.MemoryRateLimiter;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * Where the service keeps its counts: the embedded memory tier (the default: one process, zero I/O),
+ * Redis, or PostgreSQL. A store hands out one limiter per configured policy.
+ */
+abstract class Store implements AutoCloseable {
+
+  /** A short name for logs and {@code /healthz}: memory, redis or postgres. */
+  abstract String name();
+
+  /** Where the store is, for the startup banner; never includes a password. */
+  abstract String describe();
+
+  /** True for stores shared between instances (the health check then asks the store). */
+  abstract boolean shared();
+
+  /** The limiter that decides for {@code policy}, telling {@code listener} (never keys) about what it does. */
+  abstract RateLimiter limiter(Policy policy, RateLimitListener listener);
+
+  /** Fails fast when a policy's algorithm is not supported by this store. */
+  void check(List<Policy> policies) {}
+
+  @Override public void close() {}
+
+  static Store memory(int maxKeys, Ticker ticker) {
+    return new MemoryStore(maxKeys, MemoryRateLimiter.DEFAULT_MAX_KEY_LENGTH, ticker);
+  }
+
+  static Store memory(int maxKeys, int maxKeyLength, Ticker ticker) {
+    return new MemoryStore(maxKeys, maxKeyLength, ticker);
+  }
+
+  /** One memory-tier limiter: per process, bounded to {@code maxKeys} tracked keys. */
+  static RateLimiter memoryLimiter(Policy policy, Ticker ticker, int maxKeys) {
+    return MemoryRateLimiter.builder(policy).ticker(ticker).maxKeys(maxKeys).build();
+  }
+
+  /** {@code --redis URL}: every policy on Redis, one connection per policy from one client. */
+  static Store redis(String url, FailureMode failureMode, Duration timeout) {
+    return new RedisStore(url, failureMode, timeout);
+  }
+
+  /** {@code --postgres URL}: every policy in one PostgreSQL table, through one connection pool. */
+  static Store postgres(String url, String table, FailureMode failureMode, Duration timeout, Duration sweepInterval) {
+    return new PostgresStore(url, table, failureMode, timeout, sweepInterval);
+  }
+
+  /** A store that keeps one fixed-size row per key cannot hold the exact sliding log, a list per key. */
+  static void refuseSlidingLog(List<Policy> policies, String store) {
+    for (Policy p : policies) {
+      if (p.algorithm() instanceof Algorithm.SlidingLog) {
+        throw new IllegalArgumentException("policy '" + p.name() + "' uses sliding-log, which runs on the memory store and Redis only"
+            + " (its state grows with the limit); on " + store + " use sliding-window, or drop --" + store);
+      }
+    }
+  }
+
+  /** {@code url} without a password ({@code user:secret@} and {@code password=} are masked). */
+  static String redact(String url) {
+    if (url == null) {
+      return "null";
+    }
+    return url.replaceAll("(//[^/:@]*:)[^@/]*@", "$1***@").replaceAll("(?i)(password=)[^&;]*", "$1***");
+  }
+
+  static final class MemoryStore extends Store {
+    private final int maxKeys;
+    private final Ticker ticker;
+
+    private final int maxKeyLength;
+
+    MemoryStore(int maxKeys, int maxKeyLength, Ticker ticker) {
+      if (maxKeys < 1) {
+        throw new IllegalArgumentException("--max-keys " + maxKeys + " is not positive; it must be at least 1");
+      }
+      if (maxKeyLength < 1) {
+        throw new IllegalArgumentException("--max-key-length " + maxKeyLength + " is not positive; it must be at least 1");
+      }
+      this.maxKeys = maxKeys;
+      this.maxKeyLength = maxKeyLength;
+      this.ticker = ticker;
+    }
+
+    @Override String name() { return "memory"; }
+
+    @Override String describe() { return "the embedded memory store (per process, at most " + maxKeys + " keys per policy, keys of at most "
+        + maxKeyLength + " characters)"; }
+
+    @Override boolean shared() { return false; }
+
+    @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
+      return MemoryRateLimiter.builder(policy).ticker(ticker).maxKeys(maxKeys).maxKeyLength(maxKeyLength)
+          .listener(listener, false).build();
+    }
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * The Sluice service and CLI ({@code sluice serve}, {@code sluice simulate}). An application, not a
+ * library: it exports nothing.
+ */
+@SuppressWarnings("requires-automatic") // picocli, lettuce, micrometer and XChart ship no module descriptor
+module dev.sluice.server {
+  requires dev.sluice.core;
+  requires dev.sluice.redis;
+  requires dev.sluice.jdbc;
+  requires dev.sluice.http;
+  requires dev.sluice.micrometer;
+  requires lettuce.core;
+  requires com.zaxxer.hikari;
+  requires java.sql;
+  requires info.picocli;
+  requires com.fasterxml.jackson.databind;
+  requires com.fasterxml.jackson.dataformat.yaml;
+  requires org.eclipse.jetty.server;
+  requires micrometer.core;
+  requires micrometer.registry.prometheus;
+  requires org.knowm.xchart;
+  requires java.desktop;
+
+  opens dev.sluice.server to info.picocli;
+}
