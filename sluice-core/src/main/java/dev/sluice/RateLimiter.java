@@ -35,6 +35,15 @@ public interface RateLimiter {
   /** Spends {@code permits} for {@code key} under {@code policy} (a per-call override) if they fit. */
   Decision tryAcquire(String key, long permits, Policy policy);
 
+  /**
+   * The verdict of {@link #tryAcquire(String, long)} alone: true when the permits were counted. No
+   * ticket, so nothing to refund. The memory tier answers this without allocating; other limiters
+   * answer {@code tryAcquire(key, permits).allowed()}.
+   */
+  default boolean tryConsume(String key, long permits) {
+    return tryAcquire(key, permits, policy()).allowed();
+  }
+
   /** Asynchronous {@link #tryAcquire(String, long)}; never completes exceptionally for store trouble. */
   default CompletionStage<Decision> tryAcquireAsync(String key, long permits) {
     return tryAcquireAsync(key, permits, policy());

@@ -382,7 +382,8 @@ public final class BenchmarkReport {
     line("");
     line("All limiters are token buckets of the same rate. `ALLOWED`: capacity and refill 10^9/s, never empty;");
     line("`REFUSED`: capacity 1, one permit an hour, every measured check refused. Each method returns only");
-    line("whether the check passed (a caller reading `allowed()`); `sluiceDecision` returns Sluice's whole `Decision`.");
+    line("whether the check passed: `sluice` through `tryConsume(key, 1)`, Sluice's verdict-only call; `sluiceTryAcquire`");
+    line("reads `tryAcquire(key).allowed()`; `sluiceDecision` returns Sluice's whole `Decision`.");
     line("`nanoTime` is one `System.nanoTime()` read: the ceiling of any limiter that reads a clock. B/op is");
     line("`gc.alloc.rate.norm` from `-prof gc`: bytes allocated per check.");
     line("");
@@ -412,7 +413,7 @@ public final class BenchmarkReport {
               String.format(Locale.ROOT, "%.2f", vsCeil), vsCeil >= 0.75);
         }
         if (s != null) {
-          target("memory, one key, " + threads + "T, " + load + ": bytes allocated per decision (caller reads `allowed()`)",
+          target("memory, one key, " + threads + "T, " + load + ": bytes allocated per decision (`tryConsume`, the verdict only)",
               "0 B", s.allocText() + " B", s.allocPerOp < 0.05);
         }
       }

@@ -22,9 +22,10 @@ import org.openjdk.jmh.annotations.State;
  * buckets, Resilience4j's {@code AtomicRateLimiter} (timeout 0) and Guava's
  * {@code RateLimiter.tryAcquire()}, all token buckets of the same rate. {@code load=ALLOWED} never
  * empties the bucket; {@code load=REFUSED} refuses every check after the first. Every method returns
- * only whether the check passed, as a caller that reads {@code allowed()} does;
- * {@link #sluiceDecision} returns the whole {@link Decision} instead, to show what a caller pays
- * when the decision escapes.
+ * only whether the check passed; Sluice's through {@code tryConsume}, its verdict-only call (the
+ * counterpart of Bucket4j's {@code tryConsume}). {@link #sluiceTryAcquire} reads
+ * {@code tryAcquire(key).allowed()} and {@link #sluiceDecision} returns the whole {@link Decision},
+ * to show what a caller pays for the decision object.
  *
  * <p>Run (1 and 2 threads, with bytes allocated per operation):
  * {@code java -jar sluice-benchmarks/target/benchmarks.jar SingleKeyBenchmark -t 1 -prof gc}
@@ -62,6 +63,11 @@ public class SingleKeyBenchmark {
 
   @Benchmark
   public boolean sluice() {
+    return sluice.tryConsume(KEY, 1);
+  }
+
+  @Benchmark
+  public boolean sluiceTryAcquire() {
     return sluice.tryAcquire(KEY).allowed();
   }
 

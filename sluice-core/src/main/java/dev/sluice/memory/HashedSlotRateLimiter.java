@@ -13,6 +13,7 @@ import dev.sluice.internal.SeededHash;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import java.security.SecureRandom;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -84,10 +85,15 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
   public int occupiedSlots() {
     long now = ticker.nowMicros();
     int n = 0;
-    for (long[][] a : arrays.values()) {
-      for (long[] w : a) {
-        if (w[0] != 0 && (long) MemoryRateLimiter.WORD.getOpaque(w, MemoryRateLimiter.EXPIRES) > now) {
-          n++;
+    for (Map.Entry<Policy, long[][]> a : arrays.entrySet()) {
+      for (long[] w : a.getValue()) {
+        MemoryRateLimiter.lock(w);
+        try {
+          if (ReferenceModel.expiresAt(a.getKey().algorithm(), w) > now) {
+            n++;
+          }
+        } finally {
+          MemoryRateLimiter.unlock(w);
         }
       }
     }
@@ -111,9 +117,6 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     MemoryRateLimiter.lock(w);
     try {
       ReferenceModel.acquire(p.algorithm(), w, now, permits, out);
-      if (out.wrote()) {
-        w[MemoryRateLimiter.EXPIRES] = ReferenceModel.expiresAt(p.algorithm(), w);
-      }
     } finally {
       MemoryRateLimiter.unlock(w);
     }
@@ -161,9 +164,6 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       MemoryRateLimiter.lock(w);
       try {
         ReferenceModel.refund(p.algorithm(), w, now, ticket.permits(), ticket.stamp(), out);
-        if (out.wrote()) {
-          w[MemoryRateLimiter.EXPIRES] = ReferenceModel.expiresAt(p.algorithm(), w);
-        }
       } finally {
         MemoryRateLimiter.unlock(w);
       }
@@ -181,10 +181,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     long[] w = slot(p, key);
     MemoryRateLimiter.lock(w);
     try {
-      w[0] = 0;
-      w[1] = 0;
-      w[2] = 0;
-      w[MemoryRateLimiter.EXPIRES] = 0;
+      java.util.Arrays.fill(w, 0, w.length - 1, 0L);
     } finally {
       MemoryRateLimiter.unlock(w);
     }
@@ -206,7 +203,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     }
     long[][] a = new long[slots + 1][];
     for (int i = 0; i < a.length; i++) {
-      a[i] = new long[MemoryRateLimiter.ENTRY_SIZE];
+      a[i] = new long[ReferenceModel.stateWords(p.algorithm()) + 1]; // state words, then the lock word
     }
     return a;
   }

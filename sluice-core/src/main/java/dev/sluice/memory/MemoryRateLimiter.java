@@ -35,12 +35,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * exhaust memory nor reset anybody's window.
  *
  * <p><b>Structure.</b> One {@link ConcurrentHashMap} per policy from key to entry. An entry is a
- * bare {@code long[5]}: the reference model's three state words, the entry's expiry (the moment its
- * state stops mattering, {@link ReferenceModel#expiresAt}) and a lock word, so a tracked key costs a
- * map node, the key and one 56-byte array, and a decision allocates nothing the JIT cannot remove.
+ * bare {@code long[]}: the reference model's state words ({@link ReferenceModel#stateWords}: two for
+ * the fixed window, token bucket and GCRA, three for the sliding window) followed by a lock word. A
+ * tracked key costs a map node, the key and one 40-byte array (48 for the sliding window); its expiry
+ * is not stored but computed from the state when the reclaim scan asks ({@link ReferenceModel#expiresAt}).
  * The lock is a compare-and-set on the lock word, held only for the few instructions of a step:
  * threads on different keys never share a lock, and there is no global lock on the hot path.
  * (The exact sliding log keeps a growing list, so its entries carry a {@link SlidingLogState} too.)
+ *
+ * <p><b>Allocation.</b> {@link #tryConsume(String, long)} allocates nothing. {@link #tryAcquire}
+ * returns a {@link Decision} (and, when allowed, its {@link Ticket}); the JIT removes them only when
+ * the whole call inlines into the caller, which JDK 17 usually declines for a method this size.
  *
  * <p><b>Reclaiming.</b> Expired entries are removed by a scan of the table. The scan is aimed at
  * the moment the earliest tracked entry becomes reclaimable ({@code nextScanAt}), but never runs
@@ -62,9 +67,6 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   /** The floor between two reclaim scans. */
   public static final long RECLAIM_FLOOR_MICROS = 50_000;
 
-  static final int EXPIRES = 3;
-  static final int LOCK = 4;
-  static final int ENTRY_SIZE = 5;
   static final long FREE = 0;
   static final long HELD = 1;
   static final long DEAD = 2;
@@ -151,14 +153,10 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     }
     Outcome out = new Outcome();
     while (true) {
-      Object e = t.map.get(key);
+      Object e = entry(t, key, now);
       if (e == null) {
-        Checks.key(key, maxKeyLength);
-        e = insert(t, key, now);
-        if (e == null) {
-          long at = Math.max(earliestExpiry.get(), lastScanAt + RECLAIM_FLOOR_MICROS);
-          return Decision.refused(p, Reason.KEY_TABLE_FULL, 0, at, at - now);
-        }
+        long at = Math.max(earliestExpiry.get(), lastScanAt + RECLAIM_FLOOR_MICROS);
+        return Decision.refused(p, Reason.KEY_TABLE_FULL, 0, at, at - now);
       }
       long[] w = words(e);
       if (!lock(w)) {
@@ -167,12 +165,8 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       try {
         if (e instanceof LogEntry log) {
           log.log.acquire((Algorithm.SlidingLog) p.algorithm(), now, permits, out);
-          w[EXPIRES] = log.log.expiresAt((Algorithm.SlidingLog) p.algorithm());
         } else {
           ReferenceModel.acquire(p.algorithm(), w, now, permits, out);
-          if (out.wrote()) {
-            w[EXPIRES] = ReferenceModel.expiresAt(p.algorithm(), w);
-          }
         }
       } finally {
         unlock(w);
@@ -181,6 +175,61 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
           ? Decision.allowed(p, out.remaining(), out.resetAt(), new Ticket(p, key, permits, out.stamp()))
           : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
     }
+  }
+
+  /**
+   * {@code tryAcquire(key, permits).allowed()} under the default policy, allocating nothing: no
+   * {@link Decision}, no {@link Ticket} (so nothing to refund). For hot paths that need only the verdict.
+   */
+  @Override public boolean tryConsume(String key, long permits) {
+    if (listening || key == null || permits < 1 || permits > policy.algorithm().limit()) {
+      return tryAcquire(key, permits, policy).allowed();
+    }
+    long now = ticker.nowMicros();
+    return now > 0 && consume(defaultTable, key, permits, now);
+  }
+
+  /**
+   * The locked step of {@link #acquire} returning only the verdict. It repeats those few lines on
+   * purpose: its scratch {@link Outcome} never crosses a call boundary, so C2 scalar-replaces it
+   * whether or not this method inlines into its caller; a step shared with {@code acquire} would have
+   * to take the Outcome as an argument, and when that shared method is not inlined, it is allocated.
+   */
+  private boolean consume(Table t, String key, long permits, long now) {
+    if (now >= nextScanAt) {
+      reclaim(now, false);
+    }
+    Outcome out = new Outcome();
+    while (true) {
+      Object e = entry(t, key, now);
+      if (e == null) {
+        return false;
+      }
+      long[] w = words(e);
+      if (!lock(w)) {
+        continue;
+      }
+      try {
+        if (e instanceof LogEntry log) {
+          log.log.acquire((Algorithm.SlidingLog) t.policy.algorithm(), now, permits, out);
+        } else {
+          ReferenceModel.acquire(t.policy.algorithm(), w, now, permits, out);
+        }
+      } finally {
+        unlock(w);
+      }
+      return out.allowed();
+    }
+  }
+
+  /** The key's entry, created if untracked; null when the table is full. */
+  private Object entry(Table t, String key, long now) {
+    Object e = t.map.get(key);
+    if (e == null) {
+      Checks.key(key, maxKeyLength);
+      e = insert(t, key, now);
+    }
+    return e;
   }
 
   @Override public Decision peek(String key, Policy p) {
@@ -260,17 +309,12 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     Outcome out = new Outcome();
     try {
       if (e instanceof LogEntry log) {
-        Algorithm.SlidingLog sl = (Algorithm.SlidingLog) p.algorithm();
-        log.log.refund(sl, now, ticket.permits(), ticket.stamp(), out);
-        w[EXPIRES] = log.log.expiresAt(sl);
+        log.log.refund((Algorithm.SlidingLog) p.algorithm(), now, ticket.permits(), ticket.stamp(), out);
       } else {
         ReferenceModel.refund(p.algorithm(), w, now, ticket.permits(), ticket.stamp(), out);
-        if (out.wrote()) {
-          w[EXPIRES] = ReferenceModel.expiresAt(p.algorithm(), w);
-        }
       }
       if (out.wrote()) {
-        lowerEarliest(w[EXPIRES]);
+        lowerEarliest(expiresAt(p, e, w)); // a refund can bring a bucket's expiry closer
       }
     } finally {
       unlock(w);
@@ -312,15 +356,15 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
         for (Map.Entry<String, Object> me : t.map.entrySet()) {
           Object e = me.getValue();
           long[] w = words(e);
-          long exp = (long) WORD.getOpaque(w, EXPIRES);
-          if (exp <= now && lock(w)) {
-            if (w[EXPIRES] <= now) {
-              kill(t, me.getKey(), e, w);
-              continue;
-            }
-            exp = w[EXPIRES];
-            unlock(w);
+          if (!lock(w)) {
+            continue; // already reset
           }
+          long exp = expiresAt(t.policy, e, w);
+          if (exp <= now) {
+            kill(t, me.getKey(), e, w);
+            continue;
+          }
+          unlock(w);
           earliest = Math.min(earliest, exp);
         }
       }
@@ -344,15 +388,15 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
         }
         return null;
       }
-      Object fresh = t.policy.algorithm() instanceof Algorithm.SlidingLog ? new LogEntry() : new long[ENTRY_SIZE];
+      Algorithm alg = t.policy.algorithm();
+      Object fresh = alg instanceof Algorithm.SlidingLog ? new LogEntry() : new long[ReferenceModel.stateWords(alg) + 1];
       Object prior = t.map.putIfAbsent(key, fresh);
       if (prior != null) {
         size.decrementAndGet();
         return prior;
       }
-      // A fresh entry expires no earlier than "now": aim the next scan at it if it is the earliest.
-      long[] w = words(fresh);
-      w[EXPIRES] = now;
+      // The step that follows sets its real expiry; until then it is reclaimable, which costs a
+      // retry at worst. Aim the next scan at it if it is the earliest.
       lowerEarliest(now + 1);
       return fresh;
     }
@@ -371,9 +415,16 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     }
   }
 
+  /** When a locked entry's state stops mattering (0 for a state that never counted anything). */
+  private static long expiresAt(Policy p, Object e, long[] w) {
+    return e instanceof LogEntry log
+        ? log.log.expiresAt((Algorithm.SlidingLog) p.algorithm())
+        : ReferenceModel.expiresAt(p.algorithm(), w);
+  }
+
   /** Marks a locked entry dead and removes it. */
   private void kill(Table t, String key, Object e, long[] w) {
-    WORD.setRelease(w, LOCK, DEAD);
+    WORD.setRelease(w, w.length - 1, DEAD);
     if (t.map.remove(key, e)) {
       size.decrementAndGet();
     }
@@ -391,14 +442,18 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     return e instanceof long[] w ? w : ((LogEntry) e).words;
   }
 
-  /** Spins until the entry's lock is ours; false if the entry is dead. Held for a handful of instructions only. */
+  /**
+   * Spins until the entry's lock (its last word) is ours; false if the entry is dead. Held for a
+   * handful of instructions only.
+   */
   static boolean lock(long[] w) {
+    int lock = w.length - 1;
     for (int spins = 0; ; spins++) {
-      long v = (long) WORD.getAcquire(w, LOCK);
+      long v = (long) WORD.getAcquire(w, lock);
       if (v == DEAD) {
         return false;
       }
-      if (v == FREE && WORD.compareAndSet(w, LOCK, FREE, HELD)) {
+      if (v == FREE && WORD.compareAndSet(w, lock, FREE, HELD)) {
         return true;
       }
       if (spins < 64) {
@@ -410,7 +465,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   }
 
   static void unlock(long[] w) {
-    WORD.setRelease(w, LOCK, FREE);
+    WORD.setRelease(w, w.length - 1, FREE);
   }
 
   private static final class Table {
@@ -423,7 +478,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   }
 
   private static final class LogEntry {
-    final long[] words = new long[ENTRY_SIZE];
+    final long[] words = new long[1]; // the lock word
     final SlidingLogState log = new SlidingLogState();
   }
 

@@ -36,8 +36,20 @@ import dev.sluice.Algorithm.TokenBucket;
 public final class ReferenceModel {
   private ReferenceModel() {}
 
-  /** Number of longs in a state array. */
+  /** Number of longs in a state array that fits every algorithm. */
   public static final int STATE_SIZE = 3;
+
+  /**
+   * The words of a state array that {@code alg} reads and writes: 3 for the sliding window, 2 for the
+   * others (which never touch {@code state[2]}, so a caller may use it for its own purposes), and 0
+   * for the sliding log, which keeps a {@link SlidingLogState} instead.
+   */
+  public static int stateWords(Algorithm alg) {
+    if (alg instanceof SlidingWindow) {
+      return 3;
+    }
+    return alg instanceof SlidingLog ? 0 : 2;
+  }
 
   /** Tries to spend {@code permits} (already validated: 1..limit) at {@code now}. */
   public static void acquire(Algorithm alg, long[] st, long now, long permits, Outcome out) {

@@ -151,4 +151,32 @@ class MemoryRateLimiterTest {
     assertThat(d.allowed()).isFalse();
     assertThat(d.reason()).isEqualTo(Reason.INVALID_CLOCK);
   }
+
+  @Test
+  void tryConsumeSpendsTheSameBudgetAsTryAcquire() {
+    ManualTicker t = Ticker.manual(T0);
+    for (Policy p : List.of(Policy.fixedWindow("fw", 3, MINUTE), Policy.slidingWindow("sw", 3, MINUTE),
+        Policy.tokenBucket("tb", 3, 1, MINUTE), Policy.gcra("g", 1, MINUTE, 3), Policy.slidingLog("log", 3, MINUTE))) {
+      MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).build();
+      assertThat(l.tryConsume("k", 2)).isTrue();
+      assertThat(l.tryAcquire("k").remaining()).as(p.name()).isZero();
+      assertThat(l.tryConsume("k", 1)).isFalse();
+      assertThatThrownBy(() -> l.tryConsume("k", 4)).isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> l.tryConsume(" ", 1)).isInstanceOf(IllegalArgumentException.class);
+    }
+  }
+
+  @Test
+  void entriesAreReclaimedFromTheirStateAlone() {
+    ManualTicker t = Ticker.manual(T0);
+    Policy p = Policy.slidingWindow("sw", 2, Duration.ofSeconds(1));
+    MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).maxKeys(1).build();
+    assertThat(l.tryConsume("a", 1)).isTrue();
+    assertThat(l.tryAcquire("b").reason()).isEqualTo(Reason.KEY_TABLE_FULL);
+    // A sliding window's state matters for two windows.
+    t.advance(Duration.ofMillis(1999));
+    assertThat(l.tryAcquire("b").reason()).isEqualTo(Reason.KEY_TABLE_FULL);
+    t.advance(Duration.ofMillis(1000));
+    assertThat(l.tryAcquire("b").allowed()).isTrue();
+  }
 }
