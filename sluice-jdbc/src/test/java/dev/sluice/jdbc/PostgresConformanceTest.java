@@ -38,8 +38,4 @@ class PostgresConformanceTest extends RateLimiterContract {
   @Override protected boolean supports(Algorithm algorithm) {
     return !(algorithm instanceof Algorithm.SlidingLog);
   }
-
-  @Override protected int traceLength() {
-    return 1_500; // x 2 seeds x 4 algorithms, about one durable commit each
-  }
 }

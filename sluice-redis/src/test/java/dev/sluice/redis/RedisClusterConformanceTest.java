@@ -62,10 +62,6 @@ class RedisClusterConformanceTest extends RateLimiterContract {
     return RedisRateLimiter.builder(policy, client).ticker(ticker).timeout(Duration.ofSeconds(2)).build();
   }
 
-  @Override protected int traceLength() {
-    return 4_000;
-  }
-
   /** The cluster really spreads limiter keys over its three masters (one slot per key, any node). */
   @Test void keysLandOnEveryMaster() throws Exception {
     Policy p = Policy.fixedWindow("spread-" + System.nanoTime(), 5, Duration.ofMinutes(1));

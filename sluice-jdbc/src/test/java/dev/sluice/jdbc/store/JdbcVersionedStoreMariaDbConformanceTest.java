@@ -26,8 +26,4 @@ class JdbcVersionedStoreMariaDbConformanceTest extends RateLimiterContract {
   @Override protected boolean supports(Algorithm algorithm) {
     return !(algorithm instanceof Algorithm.SlidingLog);
   }
-
-  @Override protected int traceLength() {
-    return 2_000;
-  }
 }
