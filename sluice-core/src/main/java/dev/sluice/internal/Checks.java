@@ -124,6 +124,18 @@ public final class Checks {
     return micros;
   }
 
+  /**
+   * A deadline or other duration that must be at least 1 ms; {@code fix} completes the message
+   * ("give every Redis call at least Duration.ofMillis(1)").
+   */
+  public static java.time.Duration atLeastOneMilli(String what, java.time.Duration value, String fix) {
+    notNull(what, value);
+    if (value.compareTo(java.time.Duration.ofMillis(1)) < 0) {
+      throw new IllegalArgumentException(what + " " + value + " is under 1 ms; " + fix);
+    }
+    return value;
+  }
+
   /** Guards a product that the Redis scripts compute in doubles (see {@link #MAX_EXACT}). */
   public static void exactProduct(String what, long a, String aName, long b, String bName) {
     if (a > MAX_EXACT / b) {

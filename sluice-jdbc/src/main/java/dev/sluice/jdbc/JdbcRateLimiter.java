@@ -926,11 +926,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
      * {@value JdbcRateLimiter#DEFAULT_TIMEOUT_MILLIS} ms). At least 1 ms.
      */
     public Builder timeout(Duration timeout) {
-      Checks.notNull("timeout", timeout);
-      if (timeout.compareTo(Duration.ofMillis(1)) < 0) {
-        throw new IllegalArgumentException("timeout " + timeout + " is under 1 ms; give the store at least Duration.ofMillis(1)");
-      }
-      this.timeout = timeout;
+      this.timeout = Checks.atLeastOneMilli("timeout", timeout, "give the store at least Duration.ofMillis(1)");
       return this;
     }
 

@@ -173,11 +173,7 @@ public final class RedisRateLimiter implements RateLimiter, AutoCloseable {
 
     /** Deadline of every Redis call (default {@link #DEFAULT_TIMEOUT}, 100 ms); at least 1 ms. */
     public Builder timeout(Duration timeout) {
-      Checks.notNull("timeout", timeout);
-      if (timeout.compareTo(Duration.ofMillis(1)) < 0) {
-        throw new IllegalArgumentException("timeout " + timeout + " is under 1 ms; give every Redis call at least Duration.ofMillis(1)");
-      }
-      this.timeout = timeout;
+      this.timeout = Checks.atLeastOneMilli("timeout", timeout, "give every Redis call at least Duration.ofMillis(1)");
       return this;
     }
 
