@@ -40,7 +40,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * tracked key costs a map node, the key and one 40-byte array (48 for the sliding window); its expiry
  * is not stored but computed from the state when the reclaim scan asks ({@link ReferenceModel#expiresAt}).
  * The lock is a compare-and-set on the lock word, held only for the few instructions of a step:
- * threads on different keys never share a lock, and there is no global lock on the hot path.
+ * threads on different keys never share a lock, and there is no global lock on the hot path. The
+ * lock word also carries a version, bumped by every unlock, and a hint that the last locked step
+ * refused: while it is set, a check first decides on a snapshot of the state read without the lock
+ * and validated by the version (a seqlock read), and returns a refusal from it without writing. A
+ * key held at its limit then costs reads only, and threads refusing on it do not contend.
  * (The exact sliding log keeps a growing list, so its entries carry a {@link SlidingLogState} too.)
  *
  * <p><b>Allocation.</b> {@link #tryConsume(String, long)} allocates nothing. {@link #tryAcquire}
@@ -67,9 +71,12 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   /** The floor between two reclaim scans. */
   public static final long RECLAIM_FLOOR_MICROS = 50_000;
 
-  static final long FREE = 0;
+  /** Lock word: bit 0 held, bit 1 "the last locked step refused", bits 2.. a version bumped by each unlock. */
   static final long HELD = 1;
-  static final long DEAD = 2;
+  static final long REFUSING = 2;
+  static final long VERSION = 4;
+  /** A reclaimed or reset entry: never lockable again (held bit set, no owner). */
+  static final long DEAD = -1;
   static final VarHandle WORD = MethodHandles.arrayElementVarHandle(long[].class);
 
   private final Policy policy;
@@ -158,7 +165,11 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
         long at = Math.max(earliestExpiry.get(), lastScanAt + RECLAIM_FLOOR_MICROS);
         return Decision.refused(p, Reason.KEY_TABLE_FULL, 0, at, at - now);
       }
+      now = Math.max(now, lastScanAt); // see reclaim(): never decide before a scan that reclaimed
       long[] w = words(e);
+      if (!(e instanceof LogEntry) && refusedWithoutLock(p.algorithm(), w, now, permits, out)) {
+        return Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+      }
       if (!lock(w)) {
         continue; // reclaimed or reset under us: look it up again
       }
@@ -169,7 +180,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
           ReferenceModel.acquire(p.algorithm(), w, now, permits, out);
         }
       } finally {
-        unlock(w);
+        unlock(w, !out.allowed());
       }
       return out.allowed()
           ? Decision.allowed(p, out.remaining(), out.resetAt(), new Ticket(p, key, permits, out.stamp()))
@@ -205,7 +216,11 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       if (e == null) {
         return false;
       }
+      now = Math.max(now, lastScanAt); // see reclaim()
       long[] w = words(e);
+      if (!(e instanceof LogEntry) && refusedWithoutLock(t.policy.algorithm(), w, now, permits, out)) {
+        return false;
+      }
       if (!lock(w)) {
         continue;
       }
@@ -216,7 +231,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
           ReferenceModel.acquire(t.policy.algorithm(), w, now, permits, out);
         }
       } finally {
-        unlock(w);
+        unlock(w, !out.allowed());
       }
       return out.allowed();
     }
@@ -350,6 +365,10 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       return;
     }
     try {
+      // Published before any entry is removed: a caller that misses a removed entry (or finds it
+      // dead) reads this afterwards and decides no earlier than now. Otherwise a caller holding an
+      // older clock reading could recreate the key and reopen the very window that just expired.
+      lastScanAt = now;
       long earliest = Long.MAX_VALUE;
       earliestExpiry.set(Long.MAX_VALUE);
       for (Table t : tables.values()) {
@@ -370,7 +389,6 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       }
       lowerEarliest(earliest);
       scans.incrementAndGet();
-      lastScanAt = now;
       nextScanAt = Math.max(earliestExpiry.get(), now + RECLAIM_FLOOR_MICROS);
     } finally {
       scanning.set(false);
@@ -453,7 +471,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       if (v == DEAD) {
         return false;
       }
-      if (v == FREE && WORD.compareAndSet(w, lock, FREE, HELD)) {
+      if ((v & HELD) == 0 && WORD.compareAndSet(w, lock, v, v | HELD)) {
         return true;
       }
       if (spins < 64) {
@@ -464,8 +482,46 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     }
   }
 
+  /** Releases the lock, bumping the version and keeping the refusing hint as it was. */
   static void unlock(long[] w) {
-    WORD.setRelease(w, w.length - 1, FREE);
+    int lock = w.length - 1;
+    long v = w[lock];
+    WORD.setRelease(w, lock, (v & ~(HELD | REFUSING)) + VERSION | (v & REFUSING));
+  }
+
+  /** Releases the lock, bumping the version and setting the refusing hint to {@code refusing}. */
+  static void unlock(long[] w, boolean refusing) {
+    int lock = w.length - 1;
+    long v = w[lock];
+    WORD.setRelease(w, lock, (v & ~(HELD | REFUSING)) + VERSION | (refusing ? REFUSING : 0));
+  }
+
+  /**
+   * The refusal fast path: when the key's last locked step refused, decide on a snapshot of its state
+   * read without the lock (a seqlock read: the lock word, the state, the lock word again). A refusal
+   * writes nothing, so a refusal computed on a consistent snapshot is the decision; a key at its limit
+   * then costs reads only, and threads refusing on one hot key share its cache line instead of
+   * bouncing it. True when {@code out} holds such a refusal; false sends the caller to the locked step
+   * (the hint is off, a writer is active, the snapshot was torn, or the request now fits).
+   */
+  static boolean refusedWithoutLock(Algorithm alg, long[] w, long now, long permits, Outcome out) {
+    int lock = w.length - 1;
+    long v = (long) WORD.getAcquire(w, lock);
+    if ((v & (HELD | REFUSING)) != REFUSING) {
+      return false;
+    }
+    long[] snapshot = new long[ReferenceModel.STATE_SIZE];
+    snapshot[0] = w[0];
+    snapshot[1] = w[1];
+    if (lock == 3) {
+      snapshot[2] = w[2];
+    }
+    VarHandle.acquireFence(); // the state reads above happen before the lock word is read again
+    if ((long) WORD.getOpaque(w, lock) != v) {
+      return false;
+    }
+    ReferenceModel.acquire(alg, snapshot, now, permits, out);
+    return !out.allowed() && !out.invalidClock();
   }
 
   private static final class Table {

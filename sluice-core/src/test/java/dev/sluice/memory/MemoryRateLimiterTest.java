@@ -179,4 +179,53 @@ class MemoryRateLimiterTest {
     t.advance(Duration.ofMillis(1000));
     assertThat(l.tryAcquire("b").allowed()).isTrue();
   }
+
+  /**
+   * Refusals are decided on a lock-free snapshot once a key's last locked step refused. While windows
+   * roll under eight threads hammering one key, no window may admit more than its limit, and every
+   * window the threads saw must fill up exactly.
+   */
+  @Test
+  void lockFreeRefusalsNeverLetAWindowOverflow() throws Exception {
+    ManualTicker t = Ticker.manual(T0);
+    Policy p = Policy.fixedWindow("hot", 50, Duration.ofSeconds(1));
+    MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).build();
+    java.util.concurrent.ConcurrentHashMap<Long, java.util.concurrent.atomic.AtomicInteger> perWindow =
+        new java.util.concurrent.ConcurrentHashMap<>();
+    java.util.concurrent.atomic.AtomicLong consumed = new java.util.concurrent.atomic.AtomicLong();
+    java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+    List<Thread> threads = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      Thread th = new Thread(() -> {
+        while (!stop.get()) {
+          Decision d = l.tryAcquire("k");
+          if (d.allowed()) {
+            perWindow.computeIfAbsent(d.ticket().orElseThrow().stamp(), x -> new java.util.concurrent.atomic.AtomicInteger())
+                .incrementAndGet();
+          } else if (l.tryConsume("k", 1)) {
+            consumed.incrementAndGet(); // admitted without a ticket: counted in the total below
+          }
+        }
+      });
+      th.start();
+      threads.add(th);
+    }
+    for (int w = 0; w < 200; w++) {
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (l.peek("k").remaining() > 0 && System.nanoTime() < deadline) {
+        Thread.onSpinWait(); // until the threads fill this window
+      }
+      if (w < 199) {
+        t.advance(Duration.ofSeconds(1));
+      }
+    }
+    stop.set(true);
+    for (Thread th : threads) {
+      th.join(10_000);
+    }
+    assertThat(perWindow.values()).allSatisfy(c -> assertThat(c.get()).isLessThanOrEqualTo(50));
+    long admitted = consumed.get() + perWindow.values().stream().mapToLong(c -> c.get()).sum();
+    // 200 windows, each filled before the clock moved on, none beyond its limit.
+    assertThat(admitted).isEqualTo(50L * 200);
+  }
 }
