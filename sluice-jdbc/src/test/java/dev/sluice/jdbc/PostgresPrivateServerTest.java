@@ -60,8 +60,8 @@ class PostgresPrivateServerTest {
     JdbcRateLimiter limiter = JdbcRateLimiter.builder(policy, ds).table(table).timeout(Duration.ofSeconds(5)).build();
     limiter.applySchema();
     limiter.tryAcquire("warm-up");
-    Thread.sleep(500);
     try (Connection obs = DriverManager.getConnection(server.url("postgres")); Statement s = obs.createStatement()) {
+      awaitOtherBackendsGone(s);
       s.execute("SELECT pg_stat_statements_reset()");
       long commitsBefore = xactCommit(s);
       long connectionsBefore = ds.opened.get();
@@ -117,8 +117,8 @@ class PostgresPrivateServerTest {
         .timeout(Duration.ofSeconds(5)).build();
     limiter.applySchema();
     limiter.tryAcquire("warm-up");
-    Thread.sleep(500);
     try (Connection obs = DriverManager.getConnection(server.url("postgres")); Statement s = obs.createStatement()) {
+      awaitOtherBackendsGone(s);
       s.execute("SELECT pg_stat_statements_reset()");
       long commitsBefore = xactCommit(s);
       long connectionsBefore = ds.opened.get();
@@ -291,6 +291,18 @@ class PostgresPrivateServerTest {
       Thread.sleep(50); // polling for a condition, not waiting for time
     }
     throw new AssertionError("limiter did not recover within 30 s; last decision " + d);
+  }
+
+  /**
+   * Waits (bounded) until every backend but the observer's own has exited. A backend flushes its
+   * statistics before it leaves pg_stat_activity, so the warm-up's commits are counted by then.
+   */
+  private static void awaitOtherBackendsGone(Statement s) throws Exception {
+    long end = System.nanoTime() + 10_000_000_000L;
+    while (sum(s, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()") > 0) {
+      assertThat(System.nanoTime()).as("the warm-up's backends exit").isLessThan(end);
+      Thread.sleep(20);
+    }
   }
 
   private static long xactCommit(Statement s) throws SQLException {
