@@ -7,6 +7,7 @@ import dev.sluice.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Ticker;
+import dev.sluice.jdbc.store.DownJdbcStore;
 import dev.sluice.memory.MemoryRateLimiter;
 import java.io.IOException;
 import java.net.URI;
@@ -267,7 +268,7 @@ abstract class AbstractFilterTest {
   @Test void aCeilingWhoseStoreIsDownAnswers503AndRefundsTheClientsPermit() throws Exception {
     MemoryRateLimiter lim = memory(API);
     Policy ceiling = Policy.fixedWindow("ceiling", 100, Duration.ofSeconds(60));
-    serve(HttpRateLimit.builder(lim).globalCeiling(DownStore.limiter(ceiling, FailureMode.closed(), RateLimitListener.NONE), ceiling).build());
+    serve(HttpRateLimit.builder(lim).globalCeiling(DownJdbcStore.limiter(ceiling, FailureMode.closed(), RateLimitListener.NONE), ceiling).build());
     HttpResponse<String> r = get("/ok");
     assertThat(r.statusCode()).isEqualTo(503);
     assertThat(r.headers().firstValue("RateLimit")).isEmpty();

@@ -12,6 +12,7 @@ import dev.sluice.Reason;
 import dev.sluice.Ticker;
 import dev.sluice.guard.RateLimitGuard;
 import dev.sluice.guard.StoreError;
+import dev.sluice.jdbc.store.DownJdbcStore;
 import dev.sluice.memory.MemoryRateLimiter;
 import io.modelcontextprotocol.client.McpClient;
 import io.modelcontextprotocol.client.McpSyncClient;
@@ -138,7 +139,7 @@ class RateLimitedToolsTest {
   @Test void aToolCallIsAllowedWhenTheStoreIsDownAndOnStoreErrorIsCalled() throws IOException {
     Policy tools = Policy.fixedWindow("mcp-tools", 1, Duration.ofMinutes(1));
     List<StoreError> errors = new CopyOnWriteArrayList<>();
-    RateLimiter down = DownStore.limiter(tools, FailureMode.closed(), RateLimitListener.NONE);
+    RateLimiter down = DownJdbcStore.limiter(tools, FailureMode.closed(), RateLimitListener.NONE);
     start(RateLimitedTools.builder(RateLimitGuard.builder(down).onStoreError(errors::add).build())
         .accountResolver(AccountResolver.requestMeta("account")).build());
     for (int i = 0; i < 4; i++) {

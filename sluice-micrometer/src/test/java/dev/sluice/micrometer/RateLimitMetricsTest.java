@@ -10,6 +10,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
+import dev.sluice.jdbc.store.DownJdbcStore;
 import dev.sluice.memory.HashedSlotRateLimiter;
 import dev.sluice.memory.MemoryRateLimiter;
 import dev.sluice.store.InMemoryVersionedStore;
@@ -87,7 +88,7 @@ class RateLimitMetricsTest {
     assertThat(registry.find("sluice.store.errors").counters()).isEmpty();
 
     Policy down = Policy.tokenBucket("down", 5, 1, Duration.ofSeconds(1));
-    Decision d = DownStore.limiter(down, FailureMode.closed(), metrics).tryAcquire("k");
+    Decision d = DownJdbcStore.limiter(down, FailureMode.closed(), metrics).tryAcquire("k");
     assertThat(d.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
     assertThat(count("sluice.decisions", "policy", "down", "outcome", "refused", "reason", "store_unavailable")).isEqualTo(1);
     assertThat(registry.find("sluice.store.errors").tag("policy", "down").counters()).singleElement()

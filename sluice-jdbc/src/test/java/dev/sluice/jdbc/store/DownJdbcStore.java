@@ -1,9 +1,8 @@
-package dev.sluice.micrometer;
+package dev.sluice.jdbc.store;
 
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
-import dev.sluice.jdbc.store.JdbcVersionedStore;
 import dev.sluice.store.VersionedStoreRateLimiter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -12,15 +11,15 @@ import java.time.Duration;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
- * A real shared-store limiter whose store is down: Sluice's JDBC versioned store, through the
- * PostgreSQL driver, at a local port nothing listens on (bound, then closed). Every decision opens
- * a real connection, is refused by the kernel, and is decided by the failure mode, exactly as when
- * the database is unreachable in production.
+ * A real shared-store limiter whose store is down, for other modules' tests (shipped in this
+ * module's test-jar): Sluice's JDBC versioned store, through the PostgreSQL driver, at a local port
+ * nothing listens on (bound, then closed). Every decision opens a real connection, is refused by the
+ * kernel, and is decided by the failure mode, exactly as when the database is unreachable.
  */
-final class DownStore {
-  private DownStore() {}
+public final class DownJdbcStore {
+  private DownJdbcStore() {}
 
-  static VersionedStoreRateLimiter limiter(Policy policy, FailureMode mode, RateLimitListener listener) {
+  public static VersionedStoreRateLimiter limiter(Policy policy, FailureMode mode, RateLimitListener listener) {
     PGSimpleDataSource ds = new PGSimpleDataSource();
     ds.setServerNames(new String[] {"127.0.0.1"});
     ds.setPortNumbers(new int[] {closedPort()});
@@ -32,7 +31,8 @@ final class DownStore {
         .listener(listener, false).build();
   }
 
-  static int closedPort() {
+  /** A local TCP port that was free a moment ago and that nothing listens on. */
+  public static int closedPort() {
     try (ServerSocket s = new ServerSocket(0)) {
       return s.getLocalPort();
     } catch (IOException e) {
