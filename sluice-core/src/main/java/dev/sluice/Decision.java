@@ -11,11 +11,20 @@ import java.util.Optional;
  * when asked for, so a caller that reads only {@link #allowed()} costs no allocation beyond what the
  * JIT can scalar-replace.
  *
- * <p>{@link #retryAfter()} is zero when allowed and at least 1 ms when refused. This is enforced here,
- * in the one constructor every backend goes through.
+ * <p>{@link #retryAfter()} is zero when allowed and, when refused, the exact wait until the same
+ * request could fit if nothing else happened (never zero: at least 1 us). It is not rounded: a
+ * near-cache or a waiting caller may rely on it to the microsecond, and every rendering rounds it
+ * up (HTTP {@code Retry-After} to whole seconds, JSON milliseconds up), so none of them says 0.
+ * {@link #resetAt()} is when the current window ends (fixed and sliding window), the bucket is full
+ * again (token bucket), the debt is paid (GCRA) or the oldest entry expires (sliding log). For a
+ * refusal {@code now + retryAfter <= resetAt} on the first three; a sliding-window request may only
+ * fit once the previous window's weight has decayed in the next one, and a sliding-log request may
+ * need more entries to expire than the oldest. The floor is applied here, in the one constructor
+ * every backend goes through.
  */
 public final class Decision {
-  private static final long MIN_RETRY_MICROS = 1_000;
+  /** The shortest wait a refusal asks for: a refusal never says "retry now". */
+  private static final long MIN_RETRY_MICROS = 1;
 
   private final boolean allowed;
   private final Reason reason;
@@ -45,7 +54,7 @@ public final class Decision {
     return new Decision(true, Reason.WITHIN_LIMIT, Path.PRIMARY, policy, policy.limit(), remaining, resetAtMicros, 0, ticket);
   }
 
-  /** A refusal for {@code reason}; {@code retryAfterMicros} is raised to 1 ms if lower. */
+  /** A refusal for {@code reason}; a {@code retryAfterMicros} below 1 us is raised to 1 us. */
   public static Decision refused(Policy policy, Reason reason, long remaining, long resetAtMicros, long retryAfterMicros) {
     return new Decision(false, reason, Path.PRIMARY, policy, policy.limit(), remaining, resetAtMicros, retryAfterMicros, null);
   }
@@ -76,14 +85,14 @@ public final class Decision {
   /** Permits left after this decision, never negative. */
   public long remaining() { return remaining; }
 
-  /** When the window ends or the bucket is full again. */
+  /** When the window ends or the state is restored: see the class comment for each algorithm. */
   public Instant resetAt() {
     return Instant.ofEpochSecond(Math.floorDiv(resetAtMicros, 1_000_000L), Math.floorMod(resetAtMicros, 1_000_000L) * 1_000L);
   }
 
   public long resetAtMicros() { return resetAtMicros; }
 
-  /** Zero when allowed; at least 1 ms when refused. */
+  /** Zero when allowed; when refused the exact wait until the request could fit, at least 1 us. */
   public Duration retryAfter() {
     return Duration.ofNanos(retryAfterMicros * 1_000L);
   }

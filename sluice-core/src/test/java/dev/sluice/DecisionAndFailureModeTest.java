@@ -14,9 +14,10 @@ class DecisionAndFailureModeTest {
   private final Policy p = Policy.fixedWindow("p", 5, Duration.ofSeconds(1));
 
   @Test
-  void retryAfterIsZeroWhenAllowedAndAtLeastOneMillisecondWhenRefused() {
+  void retryAfterIsZeroWhenAllowedAndTheExactWaitWhenRefused() {
     assertThat(Decision.allowed(p, 3, 0, null).retryAfter()).isZero();
-    assertThat(Decision.refused(p, Reason.LIMIT_EXCEEDED, 0, 0, 1).retryAfter()).isEqualTo(Duration.ofMillis(1));
+    assertThat(Decision.refused(p, Reason.LIMIT_EXCEEDED, 0, 0, 336).retryAfterMicros()).isEqualTo(336);
+    assertThat(Decision.refused(p, Reason.LIMIT_EXCEEDED, 0, 0, 0).retryAfter()).isEqualTo(Duration.ofNanos(1_000));
     assertThat(Decision.refused(p, Reason.LIMIT_EXCEEDED, 0, 0, 2_500_000).retryAfter()).isEqualTo(Duration.ofMillis(2500));
     assertThat(Decision.refused(p, Reason.LIMIT_EXCEEDED, -4, 0, 0).remaining()).isZero();
   }

@@ -42,7 +42,7 @@ public final class RateLimitExceededException extends RuntimeException {
 
   public Reason reason() { return reason; }
 
-  /** How long to wait before trying again; at least 1 ms. */
+  /** How long to wait before trying again: the refusal's exact {@link Decision#retryAfter()}, never zero. */
   public Duration retryAfter() { return Duration.ofNanos(retryAfterMicros * 1_000L); }
 
   /** {@link #retryAfter()} in whole seconds, rounded up, at least 1: the value of an HTTP {@code Retry-After}. */

@@ -85,6 +85,9 @@ class ReferenceModelTest {
       if (!o.allowed()) {
         long at = now + o.retryAfter();
         assertThat(o.retryAfter()).isPositive();
+        if (!(t.alg instanceof Algorithm.SlidingWindow) && !(t.alg instanceof Algorithm.SlidingLog)) {
+          assertThat(at).as("now + retryAfter is at most resetAt").isLessThanOrEqualTo(o.resetAt());
+        }
         // Replay the trace up to the refusal (which wrote nothing), then probe.
         assertThat(k.fitsAt(at, t.permits[i], t, i - 1 < 0 ? -1 : i, T0) || fitsAfterPrefix(t, i, at)).as("fits at retryAfter").isTrue();
         assertThat(fitsAfterPrefix(t, i, at - 1)).as("does not fit a microsecond earlier").isFalse();

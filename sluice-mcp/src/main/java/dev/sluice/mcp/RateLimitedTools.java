@@ -106,7 +106,7 @@ public final class RateLimitedTools {
       data.put("policy", e.policyName());
       data.put("reason", e.reason().name());
       data.put("retryAfterSeconds", e.retryAfterSeconds());
-      data.put("retryAfterMillis", Math.max(1, e.retryAfter().toMillis()));
+      data.put("retryAfterMillis", -Math.floorDiv(-e.retryAfter().toNanos(), 1_000_000L)); // rounded up: never 0
       throw McpError.builder(RATE_LIMITED).message(e.getMessage()).data(data).build();
     }
   }
