@@ -32,6 +32,7 @@ import org.openjdk.jmh.annotations.State;
 @OutputTimeUnit(TimeUnit.SECONDS)
 public class EscapeProbeBenchmark {
   Policy policy = Limiters.sluicePolicy("bench", Limiters.Load.ALLOWED);
+  final Ticket.Issuer issuer = new Ticket.Issuer();
   long x = 5;
 
   @Benchmark
@@ -41,12 +42,12 @@ public class EscapeProbeBenchmark {
 
   @Benchmark
   public boolean ticketOnly() {
-    return new Ticket(policy, "k", 1, x).permits() == 1;
+    return issuer.issue(policy, "k", 1, x).permits() == 1;
   }
 
   @Benchmark
   public boolean decisionWithTicket() {
-    return Decision.allowed(policy, x, x, new Ticket(policy, "k", 1, x)).allowed();
+    return Decision.allowed(policy, x, x, issuer.issue(policy, "k", 1, x)).allowed();
   }
 
   @Benchmark

@@ -14,6 +14,7 @@ import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.SeededHash;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -93,13 +94,14 @@ import java.util.function.IntFunction;
 public final class Composition implements ClockedRateLimiter, AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Composition.class.getName());
   /** The retry-after of a refusal caused by a throwing leg or a failed shared store: 1 second. */
-  static final long FAILURE_RETRY_MICROS = FailureMode.DEFAULT_CLOSED_RETRY.toNanos() / 1_000;
   /** Default slot count of a keyed composition. */
   public static final int DEFAULT_SLOTS = 1024;
 
   private final Ticker ticker;
   private final SharedState shared;
   private final Degrade degrade;
+  /** The wait of a refusal no store answered (a leg threw, the shared state threw or fails closed). */
+  private final long failureRetryMicros;
   private final RateLimitListener listener;
   private final boolean listening;
   private final String statsKey;
@@ -118,6 +120,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
   private volatile Policy keyedPolicy;
 
   private final TicketBook book = new TicketBook();
+  private final Ticket.Issuer issuer = new Ticket.Issuer();
   private final LongAdder decisions = new LongAdder();
   private final LongAdder refusals = new LongAdder();
   private final LongAdder legErrors = new LongAdder();
@@ -129,6 +132,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
   private Composition(Builder b) {
     this.shared = b.shared;
     this.degrade = b.degrade;
+    this.failureRetryMicros = b.failureRetry.toNanos() / 1_000;
     this.listener = RateLimitListener.guarded(b.listener, b.includeKeys);
     this.listening = listener != RateLimitListener.NONE;
     this.statsKey = b.statsKey;
@@ -293,7 +297,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
       if (sd == null || storeFailed(sd)) {
         if (degrade == Degrade.FAIL_CLOSED || (sd != null && alwaysClosed(sd.reason()))) {
           Reason r = sd != null && sd.reason().isFailure() ? sd.reason() : Reason.STORE_UNAVAILABLE;
-          return failure(s.policies[0], r, nowMicros);
+          return failure(s.policies[0], r, nowMicros, sd);
         }
         degraded = true;
       } else {
@@ -326,8 +330,8 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
    * ticket. Never throws.
    */
   @Override public Refund refundAt(Ticket ticket, long nowMicros) {
-    if (ticket == null || !ticket.spend()) {
-      return Refund.NO_EFFECT;
+    if (!issuer.claim(ticket)) {
+      return Refund.NO_EFFECT; // null, spent, or not this composition's: a foreign ticket stays refundable
     }
     Charges c = book.remove(ticket);
     if (c == null) {
@@ -509,7 +513,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     }
     Reason r = sd != null && sd.reason().isFailure() ? sd.reason() : Reason.STORE_UNAVAILABLE;
     if (degrade == Degrade.FAIL_CLOSED || alwaysClosed(r)) {
-      return failure(s.policies[0], r, now);
+      return failure(s.policies[0], r, now, sd);
     }
     return acquireLegs(s, key, permits, now, null).withPath(Path.FALLBACK);
   }
@@ -596,7 +600,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     Ticket sharedTicket = sd == null ? null : sd.ticket().orElse(null);
     Ticket composed = null;
     if (tickets != null || sharedTicket != null) {
-      composed = new Ticket(best.policy(), key == null ? "" : key, permits, 0);
+      composed = issuer.issue(best.policy(), key == null ? "" : key, permits, 0);
       book.put(composed, new Charges(s, tickets == null ? new Ticket[0] : tickets, sharedTicket));
     }
     return Decision.of(true, reason, path, best.policy(), best.remaining(), best.resetAtMicros(), 0, composed);
@@ -641,11 +645,13 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
   private Decision legError(LegSet s, int i, RuntimeException e, long now) {
     legErrors.increment();
     warn("a composition leg threw; the call is refused (counted in legErrors)", e);
-    return failure(s.policies[Math.max(0, i)], Reason.STORE_UNAVAILABLE, now);
+    return failure(s.policies[Math.max(0, i)], Reason.STORE_UNAVAILABLE, now, null);
   }
 
-  private static Decision failure(Policy p, Reason r, long now) {
-    return Decision.of(false, r, Path.FAILURE_MODE, p, 0, now + FAILURE_RETRY_MICROS, FAILURE_RETRY_MICROS, null);
+  /** A failure refusal: the shared limiter's own failure-mode wait when it refused, else {@code failureRetry}. */
+  private Decision failure(Policy p, Reason r, long now, Decision shared) {
+    long retry = shared != null && !shared.allowed() && shared.path() == Path.FAILURE_MODE ? shared.retryAfterMicros() : failureRetryMicros;
+    return Decision.of(false, r, Path.FAILURE_MODE, p, 0, now + retry, retry, null);
   }
 
   /**
@@ -854,6 +860,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     private int slots = -1;
     private SharedState shared;
     private Degrade degrade = Degrade.LOCAL;
+    private Duration failureRetry = FailureMode.DEFAULT_CLOSED_RETRY;
     private Ticker ticker;
     private RateLimitListener listener;
     private boolean includeKeys;
@@ -902,6 +909,19 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     /** What to do when the shared state cannot answer (default {@link Degrade#LOCAL}). */
     public Builder degrade(Degrade degrade) {
       this.degrade = Checks.notNull("degrade", degrade);
+      return this;
+    }
+
+    /**
+     * The wait of a refusal that no store answered: a leg threw, or the shared state threw or fails
+     * closed without a failure-mode refusal of its own (whose wait is kept). Default 1 s, at least 1 ms.
+     */
+    public Builder failureRetry(Duration retry) {
+      Checks.notNull("failureRetry", retry);
+      if (retry.compareTo(Duration.ofMillis(1)) < 0) {
+        throw new IllegalArgumentException("failureRetry " + retry + " is under 1 ms; a refusal must ask for at least 1 ms");
+      }
+      this.failureRetry = retry;
       return this;
     }
 

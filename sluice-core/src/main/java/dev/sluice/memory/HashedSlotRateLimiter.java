@@ -40,6 +40,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
   private final int slots;
   private final long seed;
   private final ConcurrentHashMap<Policy, long[][]> arrays = new ConcurrentHashMap<>();
+  private final Ticket.Issuer issuer = new Ticket.Issuer();
 
   private HashedSlotRateLimiter(Policy policy, int slots, Ticker ticker, long seed) {
     this.policy = policy;
@@ -121,7 +122,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       MemoryRateLimiter.unlock(w);
     }
     return out.allowed()
-        ? Decision.allowed(p, out.remaining(), out.resetAt(), new Ticket(p, key == null ? "" : key, permits, out.stamp()))
+        ? Decision.allowed(p, out.remaining(), out.resetAt(), issuer.issue(p, key == null ? "" : key, permits, out.stamp()))
         : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
   }
 
@@ -155,7 +156,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
 
   @Override public Refund refundAt(Ticket ticket, long now) {
     try {
-      if (ticket == null || now <= 0 || !ticket.spend()) {
+      if (now <= 0 || !issuer.claim(ticket)) {
         return Refund.NO_EFFECT;
       }
       Policy p = ticket.policy();

@@ -86,7 +86,9 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   private final RateLimitListener listener;
   private final boolean listening;
   private final Table defaultTable;
-  private final ConcurrentHashMap<Policy, Table> tables = new ConcurrentHashMap<>();
+  /** One table per budget family: a policy name and an algorithm (see {@link #table}). */
+  private final ConcurrentHashMap<TableKey, Table> tables = new ConcurrentHashMap<>();
+  private final Ticket.Issuer issuer;
   private final AtomicInteger size = new AtomicInteger();
   /** Lower bound of the earliest expiry of any tracked entry; Long.MAX_VALUE when none. */
   private final AtomicLong earliestExpiry = new AtomicLong(Long.MAX_VALUE);
@@ -103,7 +105,8 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     this.listener = RateLimitListener.guarded(b.listener, b.includeKeys);
     this.listening = listener != RateLimitListener.NONE;
     this.defaultTable = new Table(policy);
-    tables.put(policy, defaultTable);
+    tables.put(TableKey.of(policy), defaultTable);
+    this.issuer = b.issuer != null ? b.issuer : new Ticket.Issuer();
   }
 
   public static Builder builder(Policy policy) {
@@ -143,15 +146,14 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     if (permits < 1 || permits > p.algorithm().limit()) {
       Checks.permits(permits, p.algorithm().limit(), p.name());
     }
-    Decision d = acquire(table(p), key, permits, now);
+    Decision d = acquire(table(p), p, key, permits, now);
     if (listening) {
       listener.onDecision(d, key);
     }
     return d;
   }
 
-  private Decision acquire(Table t, String key, long permits, long now) {
-    Policy p = t.policy;
+  private Decision acquire(Table t, Policy p, String key, long permits, long now) {
     if (now <= 0) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
@@ -182,8 +184,11 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       } finally {
         unlock(w, !out.allowed());
       }
+      if (out.allowed() && t.siblings) {
+        evictSiblings(t, key);
+      }
       return out.allowed()
-          ? Decision.allowed(p, out.remaining(), out.resetAt(), new Ticket(p, key, permits, out.stamp()))
+          ? Decision.allowed(p, out.remaining(), out.resetAt(), issuer.issue(p, key, permits, out.stamp()))
           : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
     }
   }
@@ -195,6 +200,9 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   @Override public boolean tryConsume(String key, long permits) {
     if (listening || key == null || permits < 1 || permits > policy.algorithm().limit()) {
       return tryAcquire(key, permits, policy).allowed();
+    }
+    if (defaultTable.policy != policy) {
+      defaultTable.policy = policy; // an override of the same name was decided meanwhile
     }
     long now = ticker.nowMicros();
     return now > 0 && consume(defaultTable, key, permits, now);
@@ -218,7 +226,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       }
       now = Math.max(now, lastScanAt); // see reclaim()
       long[] w = words(e);
-      if (!(e instanceof LogEntry) && refusedWithoutLock(t.policy.algorithm(), w, now, permits, out)) {
+      if (!(e instanceof LogEntry) && refusedWithoutLock(policy.algorithm(), w, now, permits, out)) {
         return false;
       }
       if (!lock(w)) {
@@ -226,12 +234,15 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       }
       try {
         if (e instanceof LogEntry log) {
-          log.log.acquire((Algorithm.SlidingLog) t.policy.algorithm(), now, permits, out);
+          log.log.acquire((Algorithm.SlidingLog) policy.algorithm(), now, permits, out);
         } else {
-          ReferenceModel.acquire(t.policy.algorithm(), w, now, permits, out);
+          ReferenceModel.acquire(policy.algorithm(), w, now, permits, out);
         }
       } finally {
         unlock(w, !out.allowed());
+      }
+      if (out.allowed() && t.siblings) {
+        evictSiblings(t, key);
       }
       return out.allowed();
     }
@@ -308,11 +319,11 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   }
 
   private Refund doRefund(Ticket ticket, long now) {
-    if (ticket == null || now <= 0 || !ticket.spend()) {
+    if (now <= 0 || !issuer.claim(ticket)) {
       return Refund.NO_EFFECT;
     }
     Policy p = ticket.policy();
-    Table t = tables.get(p);
+    Table t = tables.get(TableKey.of(p));
     Object e = t == null ? null : t.map.get(ticket.key());
     if (e == null) {
       return Refund.NO_EFFECT; // reclaimed: its window ended long ago
@@ -339,7 +350,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
 
   @Override public void reset(String key, Policy p) {
     Checks.key(key, maxKeyLength);
-    Table t = tables.get(p);
+    Table t = tables.get(TableKey.of(Checks.notNull("policy", p)));
     if (t == null) {
       return;
     }
@@ -448,12 +459,29 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     }
   }
 
+  /**
+   * The table of {@code p}'s budgets. A budget is the policy's name and the key: a policy with the
+   * same name and other numbers shares the table, and the numbers of the latest call apply to the
+   * state at its next hit (a lowered limit refuses at once if the key is over it; a raised one
+   * admits more), never a reset. A policy with the same name and another algorithm keeps a state
+   * of another shape: it starts afresh in a table of its own, as on every shared store, where a
+   * state written by another algorithm counts as absent.
+   */
   private Table table(Policy p) {
-    if (p == policy || p.equals(policy)) {
-      return defaultTable;
+    Table t;
+    if (p == policy) {
+      t = defaultTable;
+    } else {
+      Checks.notNull("policy", p);
+      t = tables.get(TableKey.of(p));
+      if (t == null) {
+        t = newTable(p);
+      }
     }
-    Checks.notNull("policy", p);
-    return tables.computeIfAbsent(p, Table::new);
+    if (t.policy != p) {
+      t.policy = p; // the latest definition times the entries' expiry
+    }
+    return t;
   }
 
   private static long[] words(Object e) {
@@ -524,8 +552,49 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     return !out.allowed() && !out.invalidClock();
   }
 
+  /** The first table of {@code p}'s name and algorithm; marks the tables of its name siblings when it has any. */
+  private Table newTable(Policy p) {
+    Table t = tables.computeIfAbsent(TableKey.of(p), k -> new Table(p));
+    for (Table other : tables.values()) {
+      if (other != t && other.policy.name().equals(p.name())) {
+        other.siblings = true;
+        t.siblings = true;
+      }
+    }
+    return t;
+  }
+
+  /**
+   * A write under one algorithm replaces what another algorithm of the same name kept for the key,
+   * as a write replaces a state of another shape on every shared store: the other algorithm then
+   * finds the key absent. Only tables with siblings pay for this.
+   */
+  private void evictSiblings(Table t, String key) {
+    for (Table other : tables.values()) {
+      if (other != t && other.policy.name().equals(t.policy.name())) {
+        Object e = other.map.get(key);
+        if (e != null) {
+          long[] w = words(e);
+          if (lock(w)) {
+            kill(other, key, e, w);
+          }
+        }
+      }
+    }
+  }
+
+  /** A budget family: the policy name and the algorithm (its state's shape). */
+  private record TableKey(String name, Class<?> algorithm) {
+    static TableKey of(Policy p) {
+      return new TableKey(p.name(), p.algorithm().getClass());
+    }
+  }
+
   private static final class Table {
-    final Policy policy;
+    /** The latest policy decided under this name and algorithm. */
+    volatile Policy policy;
+    /** True when another algorithm has a table under the same name. */
+    volatile boolean siblings;
     final ConcurrentHashMap<String, Object> map = new ConcurrentHashMap<>();
 
     Table(Policy policy) {
@@ -546,9 +615,19 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     private int maxKeyLength = DEFAULT_MAX_KEY_LENGTH;
     private RateLimitListener listener = RateLimitListener.NONE;
     private boolean includeKeys;
+    private Ticket.Issuer issuer;
 
     private Builder(Policy policy) {
       this.policy = Checks.notNull("policy", policy);
+    }
+
+    /**
+     * Issue and accept tickets with {@code issuer} instead of the limiter's own (a service that
+     * re-creates tickets it signed does); default: the limiter's own.
+     */
+    public Builder issuer(Ticket.Issuer issuer) {
+      this.issuer = Checks.notNull("issuer", issuer);
+      return this;
     }
 
     /** Most keys tracked at once, over all policies (default 10,000). */

@@ -15,13 +15,25 @@ import java.util.Map;
 /**
  * The oracle of the conformance kit: the reference model with plain maps and no bounds, deciding at
  * the instant it is given. Single-threaded. Its decisions are what every backend must produce.
+ *
+ * <p>A budget is the policy's name and the key. A call under the same name with other numbers
+ * decides the stored state with its own numbers; a call under the same name with another algorithm
+ * finds a state of another shape, which counts as absent, and its first write replaces it.
  */
 public final class ReferenceLimiter {
-  private final Map<Policy, Map<String, Object>> states = new HashMap<>();
+  private final Map<String, Map<String, Entry>> states = new HashMap<>();
+  private final Ticket.Issuer issuer = new Ticket.Issuer();
+
+  /** A key's state and the algorithm that wrote it. */
+  private static final class Entry {
+    Class<?> algorithm;
+    Object state;
+  }
 
   public Decision acquire(Policy p, String key, long permits, long now) {
     Outcome out = new Outcome();
-    Object st = state(p, key);
+    Entry e = entry(p, key);
+    Object st = e.algorithm == p.algorithm().getClass() ? e.state : fresh(p);
     if (st instanceof SlidingLogState log) {
       log.acquire((Algorithm.SlidingLog) p.algorithm(), now, permits, out);
     } else {
@@ -30,14 +42,19 @@ public final class ReferenceLimiter {
     if (out.invalidClock()) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
+    if (out.wrote()) {
+      e.algorithm = p.algorithm().getClass();
+      e.state = st;
+    }
     return out.allowed()
-        ? Decision.allowed(p, out.remaining(), out.resetAt(), new Ticket(p, key, permits, out.stamp()))
+        ? Decision.allowed(p, out.remaining(), out.resetAt(), issuer.issue(p, key, permits, out.stamp()))
         : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
   }
 
   public Decision peek(Policy p, String key, long now) {
     Outcome out = new Outcome();
-    Object st = state(p, key);
+    Entry e = entry(p, key);
+    Object st = e.algorithm == p.algorithm().getClass() ? e.state : fresh(p);
     if (st instanceof SlidingLogState log) {
       log.peek((Algorithm.SlidingLog) p.algorithm(), now, out);
     } else {
@@ -48,9 +65,17 @@ public final class ReferenceLimiter {
         : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
   }
 
+  /** A refund of a ticket this oracle issued, once; any other ticket is {@link Refund#NO_EFFECT}. */
   public Refund refund(Ticket t, long now) {
+    if (!issuer.claim(t)) {
+      return Refund.NO_EFFECT;
+    }
     Outcome out = new Outcome();
-    Object st = state(t.policy(), t.key());
+    Entry e = entry(t.policy(), t.key());
+    if (e.algorithm != t.policy().algorithm().getClass()) {
+      return Refund.NO_EFFECT; // another algorithm wrote the key since: that state says nothing of this ticket
+    }
+    Object st = e.state;
     if (st instanceof SlidingLogState log) {
       log.refund((Algorithm.SlidingLog) t.policy().algorithm(), now, t.permits(), t.stamp(), out);
     } else {
@@ -60,14 +85,22 @@ public final class ReferenceLimiter {
   }
 
   public void reset(Policy p, String key) {
-    Map<String, Object> m = states.get(p);
+    Map<String, Entry> m = states.get(p.name());
     if (m != null) {
       m.remove(key);
     }
   }
 
-  private Object state(Policy p, String key) {
-    return states.computeIfAbsent(p, x -> new HashMap<>()).computeIfAbsent(key,
-        k -> p.algorithm() instanceof Algorithm.SlidingLog ? new SlidingLogState() : new long[ReferenceModel.STATE_SIZE]);
+  private Entry entry(Policy p, String key) {
+    return states.computeIfAbsent(p.name(), x -> new HashMap<>()).computeIfAbsent(key, k -> {
+      Entry e = new Entry();
+      e.algorithm = p.algorithm().getClass();
+      e.state = fresh(p);
+      return e;
+    });
+  }
+
+  private static Object fresh(Policy p) {
+    return p.algorithm() instanceof Algorithm.SlidingLog ? new SlidingLogState() : new long[ReferenceModel.STATE_SIZE];
   }
 }
