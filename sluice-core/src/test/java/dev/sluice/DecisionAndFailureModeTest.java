@@ -37,7 +37,35 @@ class DecisionAndFailureModeTest {
     assertThat(d.retryAfter()).isEqualTo(Duration.ofMillis(250));
     assertThat(d.ticket()).isEmpty();
     assertThatThrownBy(() -> FailureMode.closed(Duration.ZERO)).isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("closed retryAfter PT0S is under 1 ms; a refusal must ask for at least 1 ms");
+        .hasMessage("failure-mode retryAfter PT0S is under 1 ms; a refusal must ask for at least 1 ms");
+  }
+
+  /** Issue 13: open and fallback refused the always-closed reasons with closed()'s 1 s, not their own retry. */
+  @Test
+  void everyModeRefusesWithItsOwnConfiguredRetry() {
+    RateLimiter local = MemoryRateLimiter.builder(p).ticker(Ticker.manual(1_000_000)).build();
+    for (FailureMode mode : List.of(FailureMode.closed(Duration.ofMillis(250)),
+        FailureMode.open((pol, r, c) -> {}, Duration.ofMillis(250)), FailureMode.fallback(local, Duration.ofMillis(250)))) {
+      Decision d = mode.decide(p, "k", 1, Reason.CONTENTION, null, 1_000_000);
+      assertThat(d.allowed()).as("%s", mode).isFalse();
+      assertThat(d.retryAfter()).as("%s", mode).isEqualTo(Duration.ofMillis(250));
+      assertThat(mode.retryAfter()).isEqualTo(Duration.ofMillis(250));
+    }
+    assertThat(FailureMode.open((pol, r, c) -> {}).retryAfter()).isEqualTo(FailureMode.DEFAULT_CLOSED_RETRY);
+  }
+
+  /** Issue 13: a key the fallback rejects (over its length cap) threw from an outage instead of deciding. */
+  @Test
+  void aFallbackThatRejectsTheKeyFailsClosedInsteadOfThrowing() {
+    RateLimiter local = MemoryRateLimiter.builder(p).ticker(Ticker.manual(1_000_000)).build();
+    FailureMode mode = FailureMode.fallback(local, Duration.ofMillis(300));
+    String longKey = "k".repeat(MemoryRateLimiter.DEFAULT_MAX_KEY_LENGTH + 1);
+    Decision d = mode.decide(p, longKey, 1, Reason.STORE_UNAVAILABLE, null, 1_000_000);
+    assertThat(d.allowed()).isFalse();
+    assertThat(d.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
+    assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
+    assertThat(d.retryAfter()).isEqualTo(Duration.ofMillis(300));
+    assertThat(mode.peek(p, longKey, Reason.STORE_UNAVAILABLE, null, 1_000_000).path()).isEqualTo(Path.FAILURE_MODE);
   }
 
   @Test

@@ -136,6 +136,16 @@ public final class Checks {
     return value;
   }
 
+  /** The deadline of a store-backed call: 1 ms..1 min, the one rule of every backend's {@code timeout}. */
+  public static java.time.Duration timeout(String what, java.time.Duration value) {
+    notNull(what, value);
+    if (value.compareTo(java.time.Duration.ofMillis(1)) < 0 || value.compareTo(java.time.Duration.ofMinutes(1)) > 0) {
+      throw new IllegalArgumentException(what + " " + value + " is outside 1 ms..1 min; "
+          + "every decision needs a deadline a caller can wait for");
+    }
+    return value;
+  }
+
   /** Guards a product that the Redis scripts compute in doubles (see {@link #MAX_EXACT}). */
   public static void exactProduct(String what, long a, String aName, long b, String bName) {
     if (a > MAX_EXACT / b) {

@@ -3,8 +3,6 @@ package dev.sluice.store;
 import dev.sluice.Algorithm;
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
-import dev.sluice.FailureMode;
-import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
@@ -15,6 +13,10 @@ import dev.sluice.internal.Checks;
 import dev.sluice.internal.StoredId;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
+import dev.sluice.spi.StepResult;
+import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreException;
+import dev.sluice.spi.StoreNotReachedException;
 import dev.sluice.spi.StoreTimeoutException;
 import dev.sluice.spi.StoredRecord;
 import dev.sluice.spi.VersionedStore;
@@ -44,6 +46,9 @@ import java.util.concurrent.locks.LockSupport;
  * read (the second and last store call). When another writer got there first, re-read and retry, at
  * most {@code maxRetries} times, after a randomized, exponentially growing pause (full jitter), and
  * never past the call's deadline.
+ *
+ * <p>The pipeline around that step (validation, the clock, deadlines, the failure mode, tickets,
+ * listener events) is {@link StoreBackedRateLimiter}'s, the same as every store-backed limiter's.
  *
  * <h2>Failures</h2>
  * <ul>
@@ -77,7 +82,7 @@ import java.util.concurrent.locks.LockSupport;
  * <p>The sliding log keeps a list per key and is a memory-tier algorithm: it is refused here.
  * Thread-safe; holds no lock.
  */
-public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
+public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Policy> implements ClockedRateLimiter {
   private static final System.Logger LOG = System.getLogger(VersionedStoreRateLimiter.class.getName());
 
   /** Default per-call deadline. */
@@ -98,35 +103,28 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
   private final String defaultPartition;
   private final VersionedStore store;
   private final Ticker ticker;
-  private final FailureMode failureMode;
-  private final FailureMode closedMode;
   private final int maxRetries;
-  private final long timeoutNanos;
   private final long toleranceMicros;
   private final RateLimitListener listener;
   private final boolean timed;
+  private final Pause pause;
 
-  private VersionedStoreRateLimiter(Builder b) {
-    this.policy = b.policy;
-    this.defaultPartition = StoredId.policy(b.policy.name());
+  private VersionedStoreRateLimiter(Builder b, Policy policy, Ticker ticker) {
+    super(b, policy);
+    this.policy = policy;
+    this.defaultPartition = StoredId.policy(policy.name());
     this.store = b.store;
-    this.ticker = b.ticker;
-    this.failureMode = b.failureMode;
-    this.closedMode = b.failureMode instanceof FailureMode.Closed ? b.failureMode : FailureMode.closed();
+    this.ticker = ticker;
     this.maxRetries = b.maxRetries;
-    this.timeoutNanos = b.timeout.toNanos();
     this.toleranceMicros = b.clockTolerance.toNanos() / 1_000;
-    this.listener = RateLimitListener.guarded(b.listener, b.includeKeys);
+    this.listener = listener();
     this.timed = this.listener != RateLimitListener.NONE;
+    this.pause = b.pause;
   }
 
   /** A builder for a limiter whose default policy is {@code policy}, over {@code store}. */
   public static Builder builder(Policy policy, VersionedStore store) {
     return new Builder(policy, store);
-  }
-
-  @Override public Policy policy() {
-    return policy;
   }
 
   @Override public Ticker ticker() {
@@ -138,36 +136,46 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
     return store;
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // Acquire
-  // ---------------------------------------------------------------------------------------------
-
-  @Override public Decision tryAcquire(String key, long permits, Policy policy) {
-    check(key, policy);
-    Checks.permits(permits, policy.limit(), policy.name());
-    return acquire(key, permits, policy, ticker.nowMicros());
-  }
-
   @Override public Decision tryAcquireAt(String key, long permits, Policy policy, long nowMicros) {
-    check(key, policy);
-    Checks.permits(permits, policy.limit(), policy.name());
-    return acquire(key, permits, policy, nowMicros);
+    return acquireAt(key, permits, policy, nowMicros);
   }
 
-  private Decision acquire(String key, long permits, Policy p, long now) {
-    Decision d = acquireOnce(key, permits, p, now);
-    listener.onDecision(d, key);
-    return d;
+  @Override public Decision peekAt(String key, Policy policy, long nowMicros) {
+    return peekAtTime(key, policy, nowMicros);
   }
 
-  private Decision acquireOnce(String key, long permits, Policy p, long now) {
-    Algorithm alg = p.algorithm();
-    if (!plausible(now)) {
-      return failureMode.decide(p, key, permits, Reason.INVALID_CLOCK, null, now);
+  @Override public Refund refundAt(Ticket ticket, long nowMicros) {
+    return refundAtTime(ticket, nowMicros);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The step: the compare-and-set loop
+  // ---------------------------------------------------------------------------------------------
+
+  @Override protected Policy compile(Policy p) {
+    if (p.algorithm() instanceof Algorithm.SlidingLog) {
+      throw slidingLog(p);
     }
+    return p;
+  }
+
+  @Override protected boolean reportsOwnStoreCalls() {
+    return true;
+  }
+
+  @Override protected long nanoTime() {
+    return pause.nanoTime();
+  }
+
+  /**
+   * Read the record; run the model at {@code now}; write back with a compare-and-set on the version
+   * read when the step changed the state, retrying a lost race after a jittered pause. A refusal
+   * and a peek write nothing.
+   */
+  @Override protected StepResult step(Policy p, Step step, String key, long permits, long stamp, long now, long deadline) {
+    Algorithm alg = p.algorithm();
     String partition = partition(p);
     String id = StoredId.key(p.name(), key);
-    long deadline = System.nanoTime() + timeoutNanos;
     long[] st = new long[ReferenceModel.STATE_SIZE];
     long[] meta = new long[1];
     Outcome out = new Outcome();
@@ -175,180 +183,52 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
       StoredRecord rec;
       try {
         rec = read(p, partition, id, deadline);
-      } catch (Failure f) {
-        return failureMode.decide(p, key, permits, f.reason, f.getCause(), now);
+      } catch (RuntimeException e) {
+        // Nothing was written yet: a refund that fails here can be retried.
+        throw step == Step.REFUND ? new StoreNotReachedException("could not read the record", e) : e;
       }
-      Reason bad = load(alg, rec, id, now, st, meta);
+      StepResult bad = load(alg, rec, id, now, st, meta);
       if (bad != null) {
-        return failureMode.decide(p, key, permits, bad, null, now);
+        return bad;
       }
-      ReferenceModel.acquire(alg, st, now, permits, out);
-      if (!out.allowed()) {
-        return Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+      switch (step) {
+        case ACQUIRE -> ReferenceModel.acquire(alg, st, now, permits, out);
+        case PEEK -> ReferenceModel.peek(alg, st, now, out);
+        case REFUND -> ReferenceModel.refund(alg, st, now, permits, stamp, out);
+      }
+      if (!out.wrote()) {
+        return result(out);
       }
       long expected = rec == null ? VersionedStore.ABSENT : rec.version();
       String value = StateFormat.encode(alg, st, rec == null ? now : Math.max(now, meta[0]));
-      boolean written;
-      try {
-        written = cas(p, partition, id, expected, value, ReferenceModel.expiresAt(alg, st), deadline);
-      } catch (Failure f) {
-        return failureMode.decide(p, key, permits, f.reason, f.getCause(), now);
-      }
-      if (written) {
-        return Decision.allowed(p, out.remaining(), out.resetAt(), new Ticket(p, key, permits, out.stamp()));
+      if (cas(p, partition, id, expected, value, ReferenceModel.expiresAt(alg, st), deadline)) {
+        return result(out);
       }
       if (attempt >= maxRetries || !backoff(attempt, deadline)) {
-        return closedMode.decide(p, key, permits, Reason.CONTENTION, null, now);
+        return StepResult.contention("compare-and-set lost " + (attempt + 1) + " times in a row");
       }
     }
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // Peek
-  // ---------------------------------------------------------------------------------------------
-
-  @Override public Decision peek(String key, Policy policy) {
-    check(key, policy);
-    return peekAt0(key, policy, ticker.nowMicros());
+  private static StepResult result(Outcome out) {
+    return StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), out.stamp(), out.wrote());
   }
-
-  @Override public Decision peekAt(String key, Policy policy, long nowMicros) {
-    check(key, policy);
-    return peekAt0(key, policy, nowMicros);
-  }
-
-  private Decision peekAt0(String key, Policy p, long now) {
-    Algorithm alg = p.algorithm();
-    if (!plausible(now)) {
-      return failureMode.decide(p, key, 1, Reason.INVALID_CLOCK, null, now);
-    }
-    long deadline = System.nanoTime() + timeoutNanos;
-    String id = StoredId.key(p.name(), key);
-    StoredRecord rec;
-    try {
-      rec = read(p, partition(p), id, deadline);
-    } catch (Failure f) {
-      if (failureMode instanceof FailureMode.Fallback fb) {
-        // A peek must not charge the fallback limiter.
-        return fb.local().peek(key, p).withPath(Path.FALLBACK);
-      }
-      return failureMode.decide(p, key, 1, f.reason, f.getCause(), now);
-    }
-    long[] st = new long[ReferenceModel.STATE_SIZE];
-    Reason bad = load(alg, rec, id, now, st, new long[1]);
-    if (bad != null) {
-      return failureMode.decide(p, key, 1, bad, null, now);
-    }
-    Outcome out = new Outcome();
-    ReferenceModel.peek(alg, st, now, out);
-    return out.allowed()
-        ? Decision.allowed(p, out.remaining(), out.resetAt(), null)
-        : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Refund
-  // ---------------------------------------------------------------------------------------------
-
-  /**
-   * Gives a ticket's permits back (one read, and one compare-and-set when anything changes). Never
-   * throws: a null ticket, a spent ticket or a window that rolled is {@link Refund#NO_EFFECT}; a store
-   * failure, a corrupt record, an invalid clock or exhausted retries is {@link Refund#FAILED} and leaves
-   * the ticket unspent so it may be refunded again.
-   */
-  @Override public Refund refund(Ticket ticket) {
-    return refundAt(ticket, ticker.nowMicros());
-  }
-
-  @Override public Refund refundAt(Ticket ticket, long nowMicros) {
-    if (ticket == null) {
-      return Refund.NO_EFFECT;
-    }
-    Policy p = ticket.policy();
-    if (p.algorithm() instanceof Algorithm.SlidingLog || !ticket.spend()) {
-      return report(p, Refund.NO_EFFECT);
-    }
-    Refund r;
-    try {
-      r = refundOnce(ticket, p, nowMicros);
-    } catch (RuntimeException e) {
-      LOG.log(System.Logger.Level.WARNING, "refund under policy '" + p.name() + "' failed", e);
-      r = Refund.FAILED;
-    }
-    if (r == Refund.FAILED) {
-      ticket.unspend();
-    }
-    return report(p, r);
-  }
-
-  private Refund refundOnce(Ticket ticket, Policy p, long now) {
-    if (!plausible(now)) {
-      return Refund.FAILED;
-    }
-    Algorithm alg = p.algorithm();
-    String partition = partition(p);
-    String id = StoredId.key(p.name(), ticket.key());
-    long deadline = System.nanoTime() + timeoutNanos;
-    long[] st = new long[ReferenceModel.STATE_SIZE];
-    long[] meta = new long[1];
-    Outcome out = new Outcome();
-    try {
-      for (int attempt = 0; ; attempt++) {
-        StoredRecord rec = read(p, partition, id, deadline);
-        if (load(alg, rec, id, now, st, meta) != null) {
-          return Refund.FAILED;
-        }
-        ReferenceModel.refund(alg, st, now, ticket.permits(), ticket.stamp(), out);
-        if (!out.wrote()) {
-          return Refund.NO_EFFECT;
-        }
-        long expected = rec == null ? VersionedStore.ABSENT : rec.version();
-        String value = StateFormat.encode(alg, st, rec == null ? now : Math.max(now, meta[0]));
-        if (cas(p, partition, id, expected, value, ReferenceModel.expiresAt(alg, st), deadline)) {
-          return Refund.APPLIED;
-        }
-        if (attempt >= maxRetries || !backoff(attempt, deadline)) {
-          return Refund.FAILED;
-        }
-      }
-    } catch (Failure f) {
-      return Refund.FAILED;
-    }
-  }
-
-  private Refund report(Policy p, Refund r) {
-    listener.onRefund(p, r);
-    return r;
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Reset
-  // ---------------------------------------------------------------------------------------------
 
   /**
    * Deletes {@code key}'s record under {@code policy}, whatever it holds (this is also how a record
-   * refused as {@link Reason#CORRUPT_STATE} is cleared). Does not throw for store trouble: a reset that
-   * could not be completed is logged and reported to the listener's {@code onStoreCall}.
+   * refused as {@link Reason#CORRUPT_STATE} is cleared).
    */
-  @Override public void reset(String key, Policy policy) {
-    check(key, policy);
-    String partition = partition(policy);
-    String id = StoredId.key(policy.name(), key);
-    long deadline = System.nanoTime() + timeoutNanos;
-    try {
-      for (int attempt = 0; ; attempt++) {
-        StoredRecord rec = read(policy, partition, id, deadline);
-        if (rec == null || delete(policy, partition, id, rec.version(), deadline)) {
-          return;
-        }
-        if (attempt >= maxRetries || !backoff(attempt, deadline)) {
-          LOG.log(System.Logger.Level.WARNING, "reset of a key under policy ''{0}'' gave up after {1} conflicting writes",
-              policy.name(), attempt + 1);
-          return;
-        }
+  @Override protected void delete(Policy p, String key, long deadline) {
+    String partition = partition(p);
+    String id = StoredId.key(p.name(), key);
+    for (int attempt = 0; ; attempt++) {
+      StoredRecord rec = read(p, partition, id, deadline);
+      if (rec == null || delete(p, partition, id, rec.version(), deadline)) {
+        return;
       }
-    } catch (Failure f) {
-      LOG.log(System.Logger.Level.WARNING, "reset of a key under policy '" + policy.name() + "' failed: " + f.reason, f.getCause());
+      if (attempt >= maxRetries || !backoff(attempt, deadline)) {
+        throw new StoreException("reset gave up after " + (attempt + 1) + " conflicting writes");
+      }
     }
   }
 
@@ -376,7 +256,7 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
   public SweepResult sweep(Policy policy) {
     Checks.notNull("policy", policy);
     long now = ticker.nowMicros();
-    if (!plausible(now)) {
+    if (now <= 0 || now > Checks.MAX_EXACT) {
       throw new IllegalStateException("clock reading " + now + " us is not plausible (it must be in 1..2^52); "
           + "sweep cannot judge expiry with it");
     }
@@ -425,7 +305,7 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
   private List<StoredRecord> storeList(Policy p, String partition, String after) {
     long t0 = timed ? System.nanoTime() : 0;
     try {
-      List<StoredRecord> page = store.list(partition, after, SWEEP_PAGE, System.nanoTime() + timeoutNanos);
+      List<StoredRecord> page = store.list(partition, after, SWEEP_PAGE, nanoTime() + timeoutNanos());
       if (timed) {
         listener.onStoreCall(p, System.nanoTime() - t0, null);
       }
@@ -434,18 +314,17 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
       if (timed) {
         listener.onStoreCall(p, System.nanoTime() - t0, e);
       }
-      throw e instanceof dev.sluice.spi.StoreException se ? se
-          : new dev.sluice.spi.StoreException("sweep of policy '" + p.name() + "' could not list its records", e);
+      throw e instanceof StoreException se ? se
+          : new StoreException("sweep of policy '" + p.name() + "' could not list its records", e);
     }
   }
 
   private boolean sweepDelete(Policy p, String partition, StoredRecord rec) {
     try {
-      return delete(p, partition, rec.id(), rec.version(), System.nanoTime() + timeoutNanos);
-    } catch (Failure f) {
-      Throwable c = f.getCause();
-      throw c instanceof dev.sluice.spi.StoreException se ? se
-          : new dev.sluice.spi.StoreException("sweep of policy '" + p.name() + "' could not delete an expired record", c);
+      return delete(p, partition, rec.id(), rec.version(), nanoTime() + timeoutNanos());
+    } catch (RuntimeException e) {
+      throw e instanceof StoreException se ? se
+          : new StoreException("sweep of policy '" + p.name() + "' could not delete an expired record", e);
     }
   }
 
@@ -463,16 +342,8 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Shared steps
+  // Store calls
   // ---------------------------------------------------------------------------------------------
-
-  private static void check(String key, Policy policy) {
-    Checks.key(key);
-    Checks.notNull("policy", policy);
-    if (policy.algorithm() instanceof Algorithm.SlidingLog) {
-      throw slidingLog(policy);
-    }
-  }
 
   static IllegalArgumentException slidingLog(Policy policy) {
     return new IllegalArgumentException("policy '" + policy.name() + "' uses the sliding log, which keeps a list of "
@@ -480,16 +351,11 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
         + "token bucket and GCRA");
   }
 
-  /** Epoch microseconds in 1..2^52 (the year 2112): anything else is not a clock reading to trust. */
-  private static boolean plausible(long now) {
-    return now > 0 && now <= Checks.MAX_EXACT;
-  }
-
   /**
    * Loads {@code rec} into {@code st} (all zeros when absent or written under another algorithm) and
-   * returns null, or the reason it cannot be used.
+   * returns null, or the result that says why it cannot be used.
    */
-  private Reason load(Algorithm alg, StoredRecord rec, String id, long now, long[] st, long[] meta) {
+  private StepResult load(Algorithm alg, StoredRecord rec, String id, long now, long[] st, long[] meta) {
     st[0] = 0;
     st[1] = 0;
     st[2] = 0;
@@ -497,11 +363,11 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
       return null;
     }
     if (rec.version() <= 0 || !id.equals(rec.id())) {
-      return Reason.CORRUPT_STATE;
+      return StepResult.corrupt("record " + id + " has a bad version or id");
     }
     int kind = StateFormat.decode(alg, rec.value(), st, meta);
     if (kind == StateFormat.MALFORMED) {
-      return Reason.CORRUPT_STATE;
+      return StepResult.corrupt("record " + id + " is not a state Sluice wrote");
     }
     if (kind == StateFormat.FOREIGN) {
       st[0] = 0;
@@ -509,7 +375,7 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
       st[2] = 0;
     }
     if (now < meta[0] - toleranceMicros) {
-      return Reason.INVALID_CLOCK;
+      return StepResult.invalidClock("clock reading " + now + " us is behind the record's last write by more than the tolerance");
     }
     return null;
   }
@@ -518,60 +384,55 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
     return p.name().equals(policy.name()) ? defaultPartition : StoredId.policy(p.name());
   }
 
-  private StoredRecord read(Policy p, String partition, String id, long deadline) throws Failure {
-    if (System.nanoTime() - deadline >= 0) {
-      throw new Failure(Reason.TIMEOUT, null);
-    }
+  private StoredRecord read(Policy p, String partition, String id, long deadline) {
+    beforeDeadline(deadline);
     long t0 = timed ? System.nanoTime() : 0;
     try {
       StoredRecord r = store.read(partition, id, deadline);
-      if (timed) {
-        listener.onStoreCall(p, System.nanoTime() - t0, null);
-      }
+      reported(p, t0, null);
       return r;
     } catch (RuntimeException e) {
-      throw failure(p, t0, e);
+      reported(p, t0, e);
+      throw e;
     }
   }
 
-  private boolean cas(Policy p, String partition, String id, long expected, String value, long expiresAt, long deadline)
-      throws Failure {
-    if (System.nanoTime() - deadline >= 0) {
-      throw new Failure(Reason.TIMEOUT, null);
-    }
+  private boolean cas(Policy p, String partition, String id, long expected, String value, long expiresAt, long deadline) {
+    beforeDeadline(deadline);
     long t0 = timed ? System.nanoTime() : 0;
     try {
       boolean ok = store.compareAndSet(partition, id, expected, value, nextVersion(expected), expiresAt, deadline);
-      if (timed) {
-        listener.onStoreCall(p, System.nanoTime() - t0, null);
-      }
+      reported(p, t0, null);
       return ok;
     } catch (RuntimeException e) {
-      throw failure(p, t0, e);
+      reported(p, t0, e);
+      throw e;
     }
   }
 
-  private boolean delete(Policy p, String partition, String id, long version, long deadline) throws Failure {
-    if (System.nanoTime() - deadline >= 0) {
-      throw new Failure(Reason.TIMEOUT, null);
-    }
+  private boolean delete(Policy p, String partition, String id, long version, long deadline) {
+    beforeDeadline(deadline);
     long t0 = timed ? System.nanoTime() : 0;
     try {
       boolean ok = store.deleteIfVersion(partition, id, version, deadline);
-      if (timed) {
-        listener.onStoreCall(p, System.nanoTime() - t0, null);
-      }
+      reported(p, t0, null);
       return ok;
     } catch (RuntimeException e) {
-      throw failure(p, t0, e);
+      reported(p, t0, e);
+      throw e;
     }
   }
 
-  private Failure failure(Policy p, long t0, RuntimeException e) {
-    if (timed) {
-      listener.onStoreCall(p, System.nanoTime() - t0, e);
+  private void beforeDeadline(long deadline) {
+    if (nanoTime() - deadline >= 0) {
+      throw new StoreTimeoutException("the call's deadline passed before the next store call");
     }
-    return new Failure(e instanceof StoreTimeoutException ? Reason.TIMEOUT : Reason.STORE_UNAVAILABLE, e);
+  }
+
+  private void reported(Policy p, long t0, Throwable error) {
+    if (timed) {
+      listener.onStoreCall(p, System.nanoTime() - t0, error);
+    }
   }
 
   /**
@@ -592,67 +453,64 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
    * (full jitter spreads the writers of a hot key apart instead of letting them collide again in
    * lockstep), cut short at the deadline. False when the deadline leaves no time to retry.
    */
-  private static boolean backoff(int attempt, long deadline) {
+  private boolean backoff(int attempt, long deadline) {
     long cap = Math.min(BACKOFF_MAX_NANOS, BACKOFF_BASE_NANOS << Math.min(attempt, 20));
-    long pause = ThreadLocalRandom.current().nextLong(cap + 1);
-    long left = deadline - System.nanoTime();
+    long wait = ThreadLocalRandom.current().nextLong(cap + 1);
+    long left = deadline - pause.nanoTime();
     if (left <= 0) {
       return false;
     }
-    if (pause > 0) {
-      LockSupport.parkNanos(Math.min(pause, left));
-      if (Thread.currentThread().isInterrupted()) {
-        return false;
-      }
+    if (wait > 0 && !pause.park(Math.min(wait, left))) {
+      return false;
     }
-    return deadline - System.nanoTime() > 0;
+    return deadline - pause.nanoTime() > 0;
   }
 
-  /** A store call that failed, with the reason the failure mode decides under. */
-  private static final class Failure extends Exception {
-    private static final long serialVersionUID = 1L;
-    final transient Reason reason;
+  /**
+   * Where the engine reads the time its deadlines are measured on and how it waits between retries:
+   * {@link System#nanoTime()} and {@link LockSupport#parkNanos} in production, a fake clock that a
+   * park advances in tests, so no test has to measure a wall-clock window.
+   */
+  interface Pause {
+    Pause SYSTEM = new Pause() {
+      @Override public long nanoTime() {
+        return System.nanoTime();
+      }
 
-    Failure(Reason reason, Throwable cause) {
-      super(null, cause, false, false);
-      this.reason = reason;
-    }
+      @Override public boolean park(long nanos) {
+        LockSupport.parkNanos(nanos);
+        return !Thread.currentThread().isInterrupted();
+      }
+    };
+
+    long nanoTime();
+
+    /** Waits about {@code nanos}; false when interrupted. */
+    boolean park(long nanos);
   }
 
   @Override public String toString() {
     return "VersionedStoreRateLimiter[policy=" + policy.name() + ", store=" + store.getClass().getSimpleName()
-        + ", timeout=" + Duration.ofNanos(timeoutNanos) + ", maxRetries=" + maxRetries + "]";
+        + ", timeout=" + Duration.ofNanos(timeoutNanos()) + ", maxRetries=" + maxRetries + "]";
   }
 
   /** Builds a {@link VersionedStoreRateLimiter}; every setter validates at once. */
-  public static final class Builder {
-    private final Policy policy;
+  public static final class Builder extends StoreBackedRateLimiter.Builder<Builder> {
     private final VersionedStore store;
-    private Ticker ticker = Ticker.system();
-    private FailureMode failureMode = FailureMode.closed();
     private int maxRetries = DEFAULT_MAX_RETRIES;
-    private Duration timeout = DEFAULT_TIMEOUT;
     private Duration clockTolerance = DEFAULT_CLOCK_TOLERANCE;
-    private RateLimitListener listener = RateLimitListener.NONE;
-    private boolean includeKeys;
+    private Pause pause = Pause.SYSTEM;
 
     private Builder(Policy policy, VersionedStore store) {
-      this.policy = Checks.notNull("policy", policy);
+      super(policy, DEFAULT_TIMEOUT);
       this.store = Checks.notNull("store", store);
       if (policy.algorithm() instanceof Algorithm.SlidingLog) {
         throw slidingLog(policy);
       }
+      ticker(Ticker.system()); // the engine has no clock of its own: default the system's
     }
 
-    /** The clock decisions are computed at (epoch microseconds); default {@link Ticker#system()}. */
-    public Builder ticker(Ticker ticker) {
-      this.ticker = Checks.notNull("ticker", ticker);
-      return this;
-    }
-
-    /** What a check decides when the store fails or times out; default {@link FailureMode#closed()}. */
-    public Builder failureMode(FailureMode failureMode) {
-      this.failureMode = Checks.notNull("failureMode", failureMode);
+    @Override protected Builder self() {
       return this;
     }
 
@@ -663,17 +521,6 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
             + "retries are bounded so that a contended key is refused instead of stalling its callers");
       }
       this.maxRetries = maxRetries;
-      return this;
-    }
-
-    /** The deadline of one call (all its store calls and retries together), 1 ms..1 min; default 500 ms. */
-    public Builder timeout(Duration timeout) {
-      Checks.notNull("timeout", timeout);
-      if (timeout.compareTo(Duration.ofMillis(1)) < 0 || timeout.compareTo(Duration.ofMinutes(1)) > 0) {
-        throw new IllegalArgumentException("timeout " + timeout + " is outside 1 ms..1 min; "
-            + "every decision needs a deadline a caller can wait for");
-      }
-      this.timeout = timeout;
       return this;
     }
 
@@ -692,15 +539,14 @@ public final class VersionedStoreRateLimiter implements ClockedRateLimiter {
       return this;
     }
 
-    /** Told about decisions, refusals, refunds and store calls; keys are passed only when {@code includeKeys}. */
-    public Builder listener(RateLimitListener listener, boolean includeKeys) {
-      this.listener = Checks.notNull("listener", listener);
-      this.includeKeys = includeKeys;
+    /** Tests: the nano clock deadlines are measured on and the wait between retries. */
+    Builder pause(Pause pause) {
+      this.pause = Checks.notNull("pause", pause);
       return this;
     }
 
     public VersionedStoreRateLimiter build() {
-      return new VersionedStoreRateLimiter(this);
+      return new VersionedStoreRateLimiter(this, policy, suppliedTicker());
     }
   }
 }

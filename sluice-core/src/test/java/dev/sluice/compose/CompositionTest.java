@@ -178,6 +178,17 @@ class CompositionTest {
     assertThat(all.stats().legErrors()).isZero();
   }
 
+  /** Issue 13: a composition refused every failure with a fixed 1 s, whatever was configured. */
+  @Test
+  void aFailureRefusalWaitsTheConfiguredFailureRetry() {
+    var a = new Legs.Clocked(Legs.memory(Policy.fixedWindow("a", 5, Duration.ofSeconds(10)), ticker));
+    var broken = new Legs.Throwing(Policy.fixedWindow("broken", 5, Duration.ofSeconds(10)), new IllegalStateException("down"));
+    Composition all = Composition.builder().legs(a, broken).failureRetry(Duration.ofMillis(250)).build();
+    assertThat(all.tryAcquire("k").retryAfter()).isEqualTo(Duration.ofMillis(250));
+    assertThatThrownBy(() -> Composition.builder().failureRetry(Duration.ZERO))
+        .hasMessage("failureRetry PT0S is under 1 ms; a refusal must ask for at least 1 ms");
+  }
+
   @Test
   void anIllegalArgumentFromALegIsRethrownAfterRefundingTheChargedLegs() {
     var p = new Legs.Plain(Legs.memory(Policy.fixedWindow("p", 5, Duration.ofSeconds(10)), ticker));

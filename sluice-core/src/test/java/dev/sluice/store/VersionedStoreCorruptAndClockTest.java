@@ -42,14 +42,15 @@ class VersionedStoreCorruptAndClockTest {
     for (FailureMode mode : ALL_MODES) {
       FaultyStore store = new FaultyStore();
       store.delegate.put(PART, ID, value, 7, T0 + 1);
+      Ticket.Issuer issuer = new Ticket.Issuer(); // held by the test, to refund a ticket no acquire could issue
       VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0))
-          .failureMode(mode).build();
+          .failureMode(mode).issuer(issuer).build();
       Decision d = limiter.tryAcquire("victim");
       assertThat(d.allowed()).as("%s under %s", value, mode).isFalse();
       assertThat(d.reason()).isEqualTo(Reason.CORRUPT_STATE);
       assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
       assertThat(limiter.peek("victim").reason()).isEqualTo(Reason.CORRUPT_STATE);
-      assertThat(limiter.refund(new Ticket(P, "victim", 1, T0))).isEqualTo(Refund.FAILED);
+      assertThat(limiter.refund(issuer.issue(P, "victim", 1, T0))).isEqualTo(Refund.FAILED);
       assertThat(store.writes.get()).isZero();
       assertThat(store.delegate.read(PART, ID, 0)).isEqualTo(new StoredRecord(ID, value, 7, T0 + 1));
     }
@@ -112,14 +113,15 @@ class VersionedStoreCorruptAndClockTest {
   void anImplausibleClockReadingIsRefusedUnderEveryModeWithoutTouchingTheStore(long reading) {
     for (FailureMode mode : ALL_MODES) {
       FaultyStore store = new FaultyStore();
+      Ticket.Issuer issuer = new Ticket.Issuer();
       VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(reading))
-          .failureMode(mode).build();
+          .failureMode(mode).issuer(issuer).build();
       Decision d = limiter.tryAcquire("k");
       assertThat(d.allowed()).isFalse();
       assertThat(d.reason()).isEqualTo(Reason.INVALID_CLOCK);
       assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
       assertThat(limiter.peek("k").reason()).isEqualTo(Reason.INVALID_CLOCK);
-      assertThat(limiter.refund(new Ticket(P, "k", 1, T0))).isEqualTo(Refund.FAILED);
+      assertThat(limiter.refund(issuer.issue(P, "k", 1, T0))).isEqualTo(Refund.FAILED);
       assertThat(store.reads.get() + store.writes.get()).isZero();
     }
   }

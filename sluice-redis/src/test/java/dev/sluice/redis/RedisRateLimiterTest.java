@@ -40,7 +40,7 @@ class RedisRateLimiterTest {
       assertThatThrownBy(() -> l.tryAcquire("k", 1, huge)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
       assertThatThrownBy(() -> l.tryAcquireAsync("k", 1, huge)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
       assertThatThrownBy(() -> l.peek("k", huge)).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
-      assertThat(l.refund(new dev.sluice.Ticket(huge, "k", 1, 5))).isEqualTo(Refund.NO_EFFECT);
+      assertThat(l.refund(new dev.sluice.Ticket.Issuer().issue(huge, "k", 1, 5))).isEqualTo(Refund.NO_EFFECT);
     }
   }
 
@@ -73,7 +73,7 @@ class RedisRateLimiterTest {
     Policy p = Policy.fixedWindow("b", 1, Duration.ofSeconds(1));
     var b = RedisRateLimiter.builder(p, SharedRedis.client());
     assertThatThrownBy(() -> b.timeout(Duration.ofNanos(999_999))).isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("timeout PT0.000999999S is under 1 ms; give every Redis call at least Duration.ofMillis(1)");
+        .hasMessage("timeout PT0.000999999S is outside 1 ms..1 min; every decision needs a deadline a caller can wait for");
     assertThatThrownBy(() -> b.timeout(null)).isInstanceOf(IllegalArgumentException.class).hasMessage("timeout is null");
     assertThatThrownBy(() -> b.failureMode(null)).isInstanceOf(IllegalArgumentException.class).hasMessage("failureMode is null");
     assertThatThrownBy(() -> b.ticker(null)).isInstanceOf(IllegalArgumentException.class).hasMessage("ticker is null");

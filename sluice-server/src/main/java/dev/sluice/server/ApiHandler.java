@@ -12,7 +12,6 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
 import dev.sluice.Ticker;
-import dev.sluice.Ticket;
 import dev.sluice.http.RateLimitHeaders;
 import dev.sluice.internal.Checks;
 import dev.sluice.memory.MemoryRateLimiter;
@@ -233,7 +232,7 @@ final class ApiHandler extends Handler.Abstract {
           detail = "too many tickets refunded recently to remember another; refused to stay strict, retry later";
         }
         default -> {
-          result = e.limiter().refund(new Ticket(e.policy(), c.key(), c.permits(), c.stamp()));
+          result = e.limiter().refund(store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp()));
           detail = switch (result) {
             case APPLIED -> "permits returned";
             case NO_EFFECT -> "nothing to give back: the window rolled or the bucket is full";

@@ -79,7 +79,7 @@ final class PostgresStore extends Store {
   }
 
   @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
-    JdbcRateLimiter l = JdbcRateLimiter.builder(policy, dataSource).table(table).timeout(timeout)
+    JdbcRateLimiter l = JdbcRateLimiter.builder(policy, dataSource).table(table).timeout(timeout).issuer(issuer)
         .failureMode(failureMode).asyncExecutor(statements).listener(listener, false).build();
     limiters.add(l);
     if (limiters.size() == 1) {

@@ -46,7 +46,7 @@ final class RedisStore extends Store {
   @Override boolean shared() { return true; }
 
   @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
-    RedisRateLimiter l = RedisRateLimiter.builder(policy, client, uri).timeout(timeout).failureMode(failureMode)
+    RedisRateLimiter l = RedisRateLimiter.builder(policy, client, uri).timeout(timeout).failureMode(failureMode).issuer(issuer)
         .listener(listener, false).build();
     limiters.add(l);
     return l;

@@ -6,6 +6,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
+import dev.sluice.Ticket;
 import dev.sluice.memory.MemoryRateLimiter;
 import java.time.Duration;
 import java.util.List;
@@ -15,6 +16,12 @@ import java.util.List;
  * Redis, or PostgreSQL. A store hands out one limiter per configured policy.
  */
 abstract class Store implements AutoCloseable {
+  /**
+   * The one issuer of every limiter of this store: the service hands out signed tickets instead of
+   * ticket objects, and re-creates the ticket a verified signature names with this issuer, so that
+   * it refunds into the limiter of its policy (deliberately, across requests).
+   */
+  final Ticket.Issuer issuer = new Ticket.Issuer();
 
   /** A short name for logs and {@code /healthz}: memory, redis or postgres. */
   abstract String name();
@@ -100,7 +107,7 @@ abstract class Store implements AutoCloseable {
     @Override boolean shared() { return false; }
 
     @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
-      return MemoryRateLimiter.builder(policy).ticker(ticker).maxKeys(maxKeys).maxKeyLength(maxKeyLength)
+      return MemoryRateLimiter.builder(policy).ticker(ticker).maxKeys(maxKeys).maxKeyLength(maxKeyLength).issuer(issuer)
           .listener(listener, false).build();
     }
   }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.sluice.Algorithm;
 import dev.sluice.Decision;
+import dev.sluice.FailureMode;
 import dev.sluice.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
@@ -17,6 +18,7 @@ import dev.sluice.Ticket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.SplittableRandom;
 import java.util.concurrent.CountDownLatch;
@@ -67,6 +69,25 @@ public abstract class RateLimiterContract {
     return OptionalInt.empty();
   }
 
+  /**
+   * A limiter failing over to {@code mode} on a store this test can take down and bring back, or
+   * empty when the backend has no such fixture (the outage cases are then skipped).
+   */
+  protected Optional<Outage> outage(Policy policy, Ticker ticker, FailureMode mode) throws Exception {
+    return Optional.empty();
+  }
+
+  /** A limiter over a store that a test can stop and restart. */
+  public interface Outage extends AutoCloseable {
+    RateLimiter limiter();
+
+    /** The store stops answering; returns once decisions fail. */
+    void down() throws Exception;
+
+    /** The store answers again; returns once it does. */
+    void up() throws Exception;
+  }
+
   /** Events per replayed trace. */
   protected int traceLength() {
     return 10_000;
@@ -98,7 +119,11 @@ public abstract class RateLimiterContract {
 
   /** A policy of the given algorithm with a fresh random name and the kit's standard numbers. */
   protected static Policy policy(String algorithm, long limit) {
-    String name = "tck-" + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffffL) + "-" + algorithm;
+    return policy("tck-" + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffffL) + "-" + algorithm, algorithm, limit);
+  }
+
+  /** A policy named {@code name} of the given algorithm with the kit's standard numbers for {@code limit}. */
+  protected static Policy policy(String name, String algorithm, long limit) {
     Duration w = Duration.ofSeconds(1);
     return switch (algorithm) {
       case "fixed-window" -> Policy.fixedWindow(name, limit, w);
@@ -341,8 +366,30 @@ public abstract class RateLimiterContract {
     Policy p = policy("fixed-window", 3);
     RateLimiter l = limiter(p, newTicker());
     assertThat(l.refund(null)).isEqualTo(Refund.NO_EFFECT);
-    Ticket foreign = new Ticket(policy("fixed-window", 3), "nobody", 1, 42);
-    assertThat(l.refund(foreign)).isIn(Refund.NO_EFFECT, Refund.FAILED);
+    Ticket foreign = new Ticket.Issuer().issue(policy("fixed-window", 3), "nobody", 1, 42);
+    assertThat(l.refund(foreign)).isEqualTo(Refund.NO_EFFECT);
+  }
+
+  /**
+   * Issue 13: a hand-built ticket refunded (APPLIED) into any limiter of its policy, a ticket of
+   * instance X refunded into instance Y, and a refund on the wrong limiter burned the ticket.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void forgedAndForeignTicketsHaveNoEffectAndLeaveTheRealTicketRefundable(String algorithm) {
+    Policy p = policy(alg(algorithm), 3);
+    ManualTicker ticker = newTicker();
+    RateLimiter l = limiter(p, ticker);
+    RateLimiter otherInstance = limiter(p, ticker);
+    Ticket real = l.tryAcquire("k").ticket().orElseThrow();
+    Ticket forged = new Ticket.Issuer().issue(p, "k", 1, real.stamp());
+    assertThat(l.refund(forged)).isEqualTo(Refund.NO_EFFECT);
+    assertThat(otherInstance.refund(real)).isEqualTo(Refund.NO_EFFECT);
+    assertThat(real.isSpent()).isFalse();
+    assertThat(l.peek("k").remaining()).isEqualTo(2);
+    assertThat(l.refund(real)).isEqualTo(Refund.APPLIED);
+    assertThat(l.peek("k").remaining()).isEqualTo(3);
+    assertThat(l.refund(real)).isEqualTo(Refund.NO_EFFECT);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -454,6 +501,108 @@ public abstract class RateLimiterContract {
     assertThat(second.limit()).isEqualTo(1);
     assertThat(l.tryAcquire("k", 3).allowed()).isTrue();
     assertThat(l.peek("k", tight).allowed()).isFalse();
+  }
+
+  /**
+   * Issue 13: the memory tier keyed a budget by the whole policy, so an override with the same name
+   * and other numbers started afresh (50 spent under {@code api} 100, then {@code api} 10 admitted 10
+   * more). A budget is the name and the key: the numbers of each call apply to the existing state at
+   * its hit, lowered (refuses at once when over) or raised (admits more), exactly as the model says.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void aSameNameOverrideAppliesItsNumbersToTheExistingBudget(String algorithm) {
+    Policy wide = policy(alg(algorithm), 10);
+    Policy lowered = policy(wide.name(), algorithm, 4);
+    Policy raised = policy(wide.name(), algorithm, 12);
+    ManualTicker ticker = newTicker();
+    RateLimiter l = limiter(wide, ticker);
+    ReferenceLimiter model = new ReferenceLimiter();
+    for (Policy p : List.of(wide, wide, wide, wide, wide, wide, lowered, lowered, raised, raised, raised, raised, raised,
+        raised, raised, lowered, wide)) {
+      long now = ticker.nowMicros();
+      assertThat(l.peek("k", p)).as("peek under %s", p).isEqualTo(model.peek(p, "k", now));
+      assertThat(l.tryAcquire("k", 1, p)).as("acquire under %s", p).isEqualTo(model.acquire(p, "k", 1, now));
+      ticker.advanceMicros(1_000);
+    }
+    if (algorithm.equals("fixed-window") || algorithm.equals("sliding-window") || algorithm.equals("sliding-log")) {
+      Policy fresh = policy(alg(algorithm), 10);
+      RateLimiter m = limiter(fresh, newTicker());
+      for (int i = 0; i < 6; i++) {
+        assertThat(m.tryAcquire("k").allowed()).isTrue();
+      }
+      assertThat(m.tryAcquire("k", 1, policy(fresh.name(), algorithm, 4)).allowed()).as("lowered below what was spent").isFalse();
+      for (int i = 0; i < 6; i++) {
+        assertThat(m.tryAcquire("k", 1, policy(fresh.name(), algorithm, 12)).allowed()).as("raised: %d more", i + 1).isTrue();
+      }
+      assertThat(m.tryAcquire("k", 1, policy(fresh.name(), algorithm, 12)).allowed()).isFalse();
+    }
+  }
+
+  /**
+   * One rule for a policy redefined with another algorithm under the same name, on every backend:
+   * the state the other algorithm wrote says nothing about this one, so it counts as absent and the
+   * first write replaces it (a fresh budget, both ways).
+   */
+  @Test
+  void aSameNameWithAnotherAlgorithmStartsAFreshBudget() {
+    Policy fw = policy("fixed-window", 2);
+    Policy tb = policy(fw.name(), "token-bucket", 2);
+    ManualTicker ticker = newTicker();
+    RateLimiter l = limiter(fw, ticker);
+    assumeTrue(supports(tb.algorithm()), "backend does not implement " + tb.algorithm().id());
+    ReferenceLimiter model = new ReferenceLimiter();
+    for (Policy p : List.of(fw, fw, fw, tb, tb, tb, fw, fw, fw)) {
+      long now = ticker.nowMicros();
+      Decision want = model.acquire(p, "k", 1, now);
+      assertThat(l.tryAcquire("k", 1, p)).as("under %s", p.algorithm()).isEqualTo(want);
+      ticker.advanceMicros(1_000);
+    }
+    assertThat(l.peek("k", fw).remaining()).isZero();
+    assertThat(l.peek("k", tb).remaining()).as("the fixed window's writes replaced the bucket").isEqualTo(2);
+  }
+
+  /** Issue 13: with the store down, the fallback's own rule (a key over its length cap) threw instead of deciding. */
+  @Test
+  void aFallbackThatRejectsTheKeyDuringAnOutageStillDecides() throws Exception {
+    Policy p = policy("fixed-window", 3);
+    ManualTicker ticker = newTicker();
+    RateLimiter local = dev.sluice.memory.MemoryRateLimiter.builder(p).ticker(ticker).build();
+    Optional<Outage> o = outage(p, ticker, FailureMode.fallback(local));
+    assumeTrue(o.isPresent(), "backend has no outage fixture");
+    try (Outage outage = o.get()) {
+      outage.down();
+      String longKey = "k".repeat(dev.sluice.memory.MemoryRateLimiter.DEFAULT_MAX_KEY_LENGTH + 1);
+      Decision d = outage.limiter().tryAcquire(longKey);
+      assertThat(d.allowed()).isFalse();
+      assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
+      assertThat(d.reason()).isIn(Reason.STORE_UNAVAILABLE, Reason.TIMEOUT);
+      Decision async = outage.limiter().tryAcquireAsync(longKey, 1).toCompletableFuture().get(10, TimeUnit.SECONDS);
+      assertThat(async.path()).isEqualTo(Path.FAILURE_MODE);
+      assertThat(outage.limiter().peek(longKey).path()).isEqualTo(Path.FAILURE_MODE);
+      assertThat(outage.limiter().tryAcquire("short").path()).isEqualTo(Path.FALLBACK);
+    }
+  }
+
+  /** Issue 13: a ticket the fallback issued during an outage and refunded after recovery left the fallback charged. */
+  @Test
+  void aFallbackTicketRefundedAfterRecoveryReturnsItsPermitToTheFallback() throws Exception {
+    Policy p = policy("fixed-window", 3);
+    ManualTicker ticker = newTicker();
+    RateLimiter local = dev.sluice.memory.MemoryRateLimiter.builder(p).ticker(ticker).build();
+    Optional<Outage> o = outage(p, ticker, FailureMode.fallback(local));
+    assumeTrue(o.isPresent(), "backend has no outage fixture");
+    try (Outage outage = o.get()) {
+      outage.down();
+      Decision d = outage.limiter().tryAcquire("k");
+      assertThat(d.path()).isEqualTo(Path.FALLBACK);
+      assertThat(local.peek("k").remaining()).isEqualTo(2);
+      outage.up();
+      assertThat(outage.limiter().tryAcquire("other").path()).isEqualTo(Path.PRIMARY);
+      assertThat(outage.limiter().refund(d.ticket().orElseThrow())).isEqualTo(Refund.APPLIED);
+      assertThat(local.peek("k").remaining()).isEqualTo(3);
+      assertThat(outage.limiter().peek("k").remaining()).as("the store was never charged").isEqualTo(3);
+    }
   }
 
   @Test
