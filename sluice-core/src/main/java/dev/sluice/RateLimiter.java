@@ -13,9 +13,13 @@ import java.util.concurrent.CompletionStage;
  * or blank key, a key with an unpaired surrogate, a key over the memory tier's length cap, or permits
  * below 1 or above what the policy can ever grant.
  *
- * <p><b>Identity.</b> A key's budget is identified by the policy's name and the key. The same key
- * under another policy (a per-call override) is an independent budget, decided by the same limiter
- * and the same store connection.
+ * <p><b>Identity.</b> A key's budget is identified by the policy's name and the key, on every
+ * backend. The same key under a policy of another name (a per-call override) is an independent
+ * budget, decided by the same limiter and the same store connection. A policy of the same name with
+ * other numbers is the same budget: its numbers apply to the existing state at the next hit (a
+ * lowered limit refuses at once when the key is over it, a raised one admits more), never a reset.
+ * The same name with another algorithm finds a state of another shape, which counts as absent: it
+ * starts afresh, and its first write replaces the other's.
  */
 public interface RateLimiter {
 

@@ -19,6 +19,12 @@ public final class Checks {
    * product at or under 2^52 leaves a factor of two of headroom for the sums that follow it.
    */
   public static final long MAX_EXACT = 1L << 52;
+  /**
+   * The largest word a stored state may hold, on every backend (StateFormat, the Lua scripts and the
+   * SQL substitute it): the model keeps every state word within {@link #MAX_EXACT}, the bound of
+   * every product an algorithm computes. A larger word is not a state Sluice wrote.
+   */
+  public static final long MAX_STATE_WORD = MAX_EXACT;
 
   /** Smallest window or period: one millisecond, in microseconds. */
   public static final long MIN_WINDOW_MICROS = 1_000;

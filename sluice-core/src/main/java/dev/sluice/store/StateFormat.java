@@ -20,8 +20,8 @@ import dev.sluice.internal.Checks;
  *   <li>three state fields, laid out as in {@link dev.sluice.model.ReferenceModel}; then
  *       {@code writtenAt}, the latest ticker reading (epoch microseconds) that wrote the record, which
  *       the limiter compares its own clock against.
- *   <li>every number is unsigned decimal without leading zeros, at most 2^52
- *       ({@link Checks#MAX_EXACT}), the bound every value the model writes stays under.
+ *   <li>every number is unsigned decimal without leading zeros, at most {@link Checks#MAX_STATE_WORD}
+ *       (2^52), the bound of every stored word on every backend.
  *   <li>per algorithm: {@code state0} (window start, last update or theoretical arrival time) is
  *       positive except for the sliding window, whose aligned start may be 0 on a clock under one
  *       window; {@code state2} is 0 except for the sliding window (previous count); {@code writtenAt}
@@ -124,6 +124,6 @@ final class StateFormat {
       }
       v = v * 10 + (c - '0');
     }
-    return v <= Checks.MAX_EXACT ? v : -1;
+    return v <= Checks.MAX_STATE_WORD ? v : -1;
   }
 }

@@ -1,5 +1,6 @@
 package dev.sluice.redis;
 
+import dev.sluice.internal.Checks;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -12,7 +13,8 @@ import java.util.HexFormat;
  * The Lua scripts, one per algorithm, kept as resources next to this class. Each is the shared
  * {@code prelude.lua} (argument parsing, exact integer division, state read/write with TTL)
  * followed by the algorithm's file. Run by EVALSHA; on NOSCRIPT the body goes once with EVAL, which
- * also caches it on that server.
+ * also caches it on that server. The invariant constants ({@code ${MAX_EXACT}}, {@code ${MAX_STATE_WORD}})
+ * are substituted from {@link Checks} as the scripts load, so Lua and Java share one value.
  */
 enum RedisScript {
   FIXED_WINDOW("fixed-window.lua"),
@@ -25,7 +27,9 @@ enum RedisScript {
   final String sha;
 
   RedisScript(String file) {
-    this.body = read("prelude.lua") + "\n" + read(file);
+    this.body = (read("prelude.lua") + "\n" + read(file))
+        .replace("${MAX_EXACT}", Long.toString(Checks.MAX_EXACT))
+        .replace("${MAX_STATE_WORD}", Long.toString(Checks.MAX_STATE_WORD));
     this.sha = sha1(body);
   }
 

@@ -17,8 +17,10 @@
 --   status 0 = decided, 1 = corrupt state (nothing written), 2 = invalid clock (nothing written)
 -- A refused acquire and every peek write nothing.
 
-local MAX_EXACT = 4503599627370496      -- 2^52: the largest clock reading accepted
-local MAX_FIELD = 9007199254740992      -- 2^53: the largest stored field that is still exact
+-- Both substituted from dev.sluice.internal.Checks when the script is loaded (RedisScript): one
+-- value for every backend.
+local MAX_EXACT = ${MAX_EXACT}          -- the largest clock reading accepted
+local MAX_FIELD = ${MAX_STATE_WORD}     -- the largest stored field a state may hold
 
 local function fdiv(a, b)
   local q = math.floor(a / b)
