@@ -53,6 +53,8 @@ import org.eclipse.jetty.util.Fields;
 final class ApiHandler extends Handler.Abstract {
   private static final System.Logger LOG = System.getLogger(ApiHandler.class.getName());
   static final int MAX_BODY_BYTES = 64 * 1024;
+  /** Most bytes of an oversized body read and dropped before the 413; past that the connection just closes. */
+  static final long MAX_DISCARD_BYTES = 1024 * 1024;
   private static final String JSON = "application/json";
   private static final Set<String> ACQUIRE_FIELDS = Set.of("policy", "key", "permits");
   private static final Set<String> REFUND_FIELDS = Set.of("ticket");
@@ -346,17 +348,32 @@ final class ApiHandler extends Handler.Abstract {
     return Checks.permits(v.longValue(), p.limit(), p.name());
   }
 
+  /**
+   * Reads and drops what is left of a body too large to serve (up to {@link #MAX_DISCARD_BYTES}), so
+   * the client, still sending it, reads the 413 instead of a reset connection.
+   */
+  private static void discard(InputStream in) throws IOException {
+    long left = MAX_DISCARD_BYTES;
+    byte[] sink = new byte[8192];
+    int n;
+    while (left > 0 && (n = in.read(sink, 0, (int) Math.min(sink.length, left))) > 0) {
+      left -= n;
+    }
+  }
+
   private JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
     long declared = request.getLength();
-    if (declared > MAX_BODY_BYTES) {
-      throw new ApiError(413, "payload_too_large", "request body of " + declared + " bytes exceeds " + MAX_BODY_BYTES + " bytes");
-    }
     byte[] bytes;
     try (InputStream in = Request.asInputStream(request)) {
+      if (declared > MAX_BODY_BYTES) {
+        discard(in);
+        throw new ApiError(413, "payload_too_large", "request body of " + declared + " bytes exceeds " + MAX_BODY_BYTES + " bytes");
+      }
       bytes = in.readNBytes(MAX_BODY_BYTES + 1);
-    }
-    if (bytes.length > MAX_BODY_BYTES) {
-      throw new ApiError(413, "payload_too_large", "request body exceeds " + MAX_BODY_BYTES + " bytes");
+      if (bytes.length > MAX_BODY_BYTES) {
+        discard(in);
+        throw new ApiError(413, "payload_too_large", "request body exceeds " + MAX_BODY_BYTES + " bytes");
+      }
     }
     if (bytes.length == 0) {
       throw new ApiError(400, "bad_request", "request body is empty; send a JSON object (" + usage + ")");

@@ -208,6 +208,17 @@ class ServerApiTest {
         .contains("sluice_server_requests_seconds_count{endpoint=\"acquire\"} 2");
   }
 
+  /**
+   * Issue 12 (found failing by chance): the 413 went out before the body was read, the connection
+   * closed under the client still sending, and the client saw no response at all.
+   */
+  @Test void anOversizedBodyAlwaysGetsItsAnswerNotAResetConnection() {
+    for (int i = 0; i < 50; i++) {
+      HttpResponse<String> big = http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"" + "k".repeat(70_000 + i) + "\"}");
+      assertThat(big.statusCode()).as("attempt %d", i).isEqualTo(413);
+    }
+  }
+
   @Test void badRequestsGet400WithWhatWasWrong() {
     assertBad(http.post("/v1/acquire", "{\"policy\":\"nope\",\"key\":\"a\"}"),
         "policy \"nope\" is not configured; configured policies: api, login, search");
