@@ -26,11 +26,12 @@ import java.security.NoSuchAlgorithmException;
  * <p><b>Per request.</b> The key resolver names the client ({@link KeyResolver#UNKNOWN} when it
  * cannot); the client's budget is charged; if allowed and a global ceiling is configured, the
  * ceiling's one shared key is charged too, and if the ceiling refuses the client's permit is
- * refunded, so no partial charge is left behind. A refusal answers 429 with {@code Retry-After}
- * (also for {@link Reason#CONTENTION}: a hot key is the client's doing); a store failure decided
- * closed ({@code reason().isFailure()}, not allowed) answers 503 with no limit headers; otherwise the limit headers
- * are set and the request proceeds. After the handler, {@code skipFailedRequests} refunds when it
- * threw or answered 5xx, {@code skipSuccessfulRequests} when it answered below 400.
+ * refunded, so no partial charge is left behind. The answer is the {@link HttpVerdict} of those
+ * decisions: a refusal answers 429 with {@code Retry-After} (also for {@link Reason#CONTENTION}: a hot
+ * key is load, not an outage); a refusal the limiter could not decide answers 503 with no limit
+ * headers; otherwise the limit headers are set and the request proceeds. After the handler,
+ * {@code skipFailedRequests} refunds when it threw or answered 5xx, {@code skipSuccessfulRequests}
+ * when it answered below 400.
  */
 public final class HttpRateLimit {
   /** The key charged on the global ceiling for every request, whoever sent it. */
@@ -103,32 +104,19 @@ public final class HttpRateLimit {
     }
   }
 
-  /**
-   * True for the refusals that are an outage of the limiter (503), false for those the client
-   * caused (429). {@link Reason#CONTENTION} is the client's: compare-and-set retries run out on a
-   * key hammered hard enough, which is exactly the flood a rate limit exists for.
-   */
-  static boolean isOutage(Reason reason) {
-    return reason.isFailure() && reason != Reason.CONTENTION;
-  }
-
   /** Decides a request: charges the client's key, then the ceiling. */
   Admission admit(RequestView request) {
     String key = keyOf(request);
     Decision primary = limiter.tryAcquire(key, 1, policy);
-    if (!primary.allowed()) {
-      return new Admission(this, isOutage(primary.reason()) ? Admission.UNAVAILABLE : Admission.REFUSED, primary, null, primary);
+    Decision ceiling = null;
+    if (primary.allowed() && ceilingLimiter != null) {
+      ceiling = ceilingLimiter.tryAcquire(GLOBAL_KEY, 1, ceilingPolicy);
+      if (!ceiling.allowed()) {
+        // No partial charge: the client's permit goes back.
+        primary.ticket().ifPresent(limiter::refund);
+      }
     }
-    if (ceilingLimiter == null) {
-      return new Admission(this, Admission.PASS, primary, null, null);
-    }
-    Decision ceiling = ceilingLimiter.tryAcquire(GLOBAL_KEY, 1, ceilingPolicy);
-    if (!ceiling.allowed()) {
-      // No partial charge: the client's permit goes back.
-      primary.ticket().ifPresent(limiter::refund);
-      return new Admission(this, isOutage(ceiling.reason()) ? Admission.UNAVAILABLE : Admission.REFUSED, primary, ceiling, ceiling);
-    }
-    return new Admission(this, Admission.PASS, primary, ceiling, null);
+    return new Admission(this, HttpVerdict.of(primary, ceiling, ticker.nowMicros(), headers), primary, ceiling);
   }
 
   /** Builds an {@link HttpRateLimit}. */

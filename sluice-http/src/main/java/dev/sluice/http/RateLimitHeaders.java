@@ -7,7 +7,8 @@ import dev.sluice.Policy;
 import java.util.function.BiConsumer;
 
 /**
- * Renders every rate-limit header and problem body Sluice sends, in one place.
+ * The rate-limit header families and how each is rendered; which of them a response carries, and
+ * when, is decided by {@link HttpVerdict}.
  *
  * <ul>
  *   <li>IETF (httpapi ratelimit-headers draft, structured fields):
@@ -16,11 +17,7 @@ import java.util.function.BiConsumer;
  *       {@code RateLimit-Policy: "api";q=100;w=60, "ceiling";q=5000;w=60}.
  *   <li>Common: {@code X-RateLimit-Limit}, {@code X-RateLimit-Remaining}, {@code X-RateLimit-Reset}
  *       (epoch seconds, rounded up), for the tighter of the policies (the one with fewer remaining).
- *   <li>Refused (429): {@code Retry-After} in whole seconds rounded up, at least 1, plus the families
- *       above for the policy that refused, and an RFC 9457 {@code application/problem+json} body
- *       naming the policy.
- *   <li>Store failure decided closed (503): {@code Retry-After} and a problem body; no limit
- *       headers, because an outage is not a limit the client exceeded.
+ *   <li>{@code Retry-After} on every refusal, whichever families are on.
  * </ul>
  *
  * <p>{@code q} is the policy's limit (a bucket's capacity, GCRA's burst); {@code w} is its window in
@@ -36,7 +33,6 @@ public final class RateLimitHeaders {
   public static final String X_REMAINING = "X-RateLimit-Remaining";
   public static final String X_RESET = "X-RateLimit-Reset";
   public static final String RETRY_AFTER = "Retry-After";
-  public static final String PROBLEM_JSON = "application/problem+json";
 
   private static final RateLimitHeaders ALL = new RateLimitHeaders(true, true);
 
@@ -89,24 +85,18 @@ public final class RateLimitHeaders {
     }
   }
 
-  /** Headers of a refusal (429): {@code Retry-After} and the families for the refusing policy. */
-  public void refused(Decision refused, long nowMicros, BiConsumer<String, String> out) {
-    out.accept(RETRY_AFTER, Long.toString(retryAfterSeconds(refused)));
-    if (refused.path() == Path.FAILURE_MODE) {
-      return;
-    }
+  /**
+   * The limit headers of one decision (the families switched on), whatever its outcome; the caller
+   * ({@link HttpVerdict}) decides whether a response carries them.
+   */
+  void limits(Decision d, long nowMicros, BiConsumer<String, String> out) {
     if (ietf) {
-      out.accept(RATE_LIMIT_POLICY, policyItem(refused));
-      out.accept(RATE_LIMIT, limitItem(refused, nowMicros));
+      out.accept(RATE_LIMIT_POLICY, policyItem(d));
+      out.accept(RATE_LIMIT, limitItem(d, nowMicros));
     }
     if (legacy) {
-      legacy(refused, out);
+      legacy(d, out);
     }
-  }
-
-  /** Headers of a store failure decided closed (503): only {@code Retry-After}. */
-  public void unavailable(Decision failed, BiConsumer<String, String> out) {
-    out.accept(RETRY_AFTER, Long.toString(retryAfterSeconds(failed)));
   }
 
   private static Decision rendered(Decision d) {
@@ -129,11 +119,6 @@ public final class RateLimitHeaders {
     return "\"" + d.policy().name() + "\";r=" + d.remaining() + ";t=" + Math.max(0, ceilSeconds(d.resetAtMicros() - nowMicros));
   }
 
-  /** The retry-after of a refusal in whole seconds, rounded up, at least 1. */
-  public static long retryAfterSeconds(Decision d) {
-    return Math.max(1, ceilSeconds(d.retryAfterMicros()));
-  }
-
   /** The policy's window in whole seconds, rounded up: a bucket's time to refill from empty. */
   public static long windowSeconds(Policy policy) {
     Algorithm alg = policy.algorithm();
@@ -154,28 +139,12 @@ public final class RateLimitHeaders {
     return Math.max(1, ceilSeconds(micros));
   }
 
-  /** The RFC 9457 body of a 429. */
-  public static String tooManyRequestsBody(Decision refused) {
-    long s = retryAfterSeconds(refused);
-    String policy = refused.policy().name();
-    return "{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":429,"
-        + "\"detail\":\"Rate limit of policy '" + policy + "' exceeded; retry after " + s + (s == 1 ? " second." : " seconds.")
-        + "\",\"policy\":\"" + policy + "\",\"reason\":\"" + refused.reason().name() + "\",\"retryAfter\":" + s + "}";
-  }
-
-  /** The RFC 9457 body of a 503 (the limiter could not decide and failed closed). */
-  public static String unavailableBody(Decision failed) {
-    String policy = failed.policy().name();
-    return "{\"type\":\"about:blank\",\"title\":\"Service Unavailable\",\"status\":503,"
-        + "\"detail\":\"The rate limiter for policy '" + policy + "' could not decide (" + failed.reason().name()
-        + "); this is not a limit you exceeded.\",\"policy\":\"" + policy + "\",\"reason\":\"" + failed.reason().name() + "\"}";
-  }
-
   private static long ceilSeconds(long micros) {
-    return Math.floorDiv(micros + 999_999L, 1_000_000L);
+    return ceilDiv(micros, 1_000_000L);
   }
 
-  private static long ceilDiv(long a, long b) {
+  /** {@code a / b} rounded up ({@code b > 0}): every count of time a client is told is rounded up, so it is never early. */
+  static long ceilDiv(long a, long b) {
     return Math.floorDiv(a + b - 1, b);
   }
 

@@ -29,11 +29,11 @@ public final class RateLimitHttpFilter extends Filter {
   @Override public void doFilter(HttpExchange exchange, Chain chain) throws IOException {
     Admission admission = rateLimit.admit(new View(exchange));
     Headers out = exchange.getResponseHeaders();
-    if (admission.verdict != Admission.PASS) {
+    if (!admission.verdict.allowed()) {
       admission.headers(out::set);
-      byte[] body = admission.body();
-      out.set("Content-Type", RateLimitHeaders.PROBLEM_JSON);
-      exchange.sendResponseHeaders(admission.verdict, body.length);
+      byte[] body = admission.verdict.bodyBytes();
+      out.set("Content-Type", HttpVerdict.PROBLEM_JSON);
+      exchange.sendResponseHeaders(admission.verdict.status(), body.length);
       try (OutputStream os = exchange.getResponseBody()) {
         os.write(body);
       }

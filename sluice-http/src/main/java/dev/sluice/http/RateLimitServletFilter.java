@@ -43,11 +43,11 @@ public final class RateLimitServletFilter implements Filter {
       return;
     }
     Admission admission = rateLimit.admit(new View(request));
-    if (admission.verdict != Admission.PASS) {
-      response.setStatus(admission.verdict);
+    if (!admission.verdict.allowed()) {
+      response.setStatus(admission.verdict.status());
       admission.headers(response::setHeader);
-      byte[] body = admission.body();
-      response.setContentType(RateLimitHeaders.PROBLEM_JSON);
+      byte[] body = admission.verdict.bodyBytes();
+      response.setContentType(HttpVerdict.PROBLEM_JSON);
       response.setContentLength(body.length);
       response.getOutputStream().write(body);
       return;

@@ -131,7 +131,8 @@ abstract class AbstractFilterTest {
     assertThat(r.headers().allValues("RateLimit")).containsExactly("\"api\";r=0;t=45");
     assertThat(r.body()).isEqualTo("{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":429,"
         + "\"detail\":\"Rate limit of policy 'api' exceeded; retry after 45 seconds.\","
-        + "\"policy\":\"api\",\"reason\":\"LIMIT_EXCEEDED\",\"retryAfter\":45}");
+        + "\"allowed\":false,\"reason\":\"limit_exceeded\",\"policy\":\"api\",\"limit\":3,\"remaining\":0,"
+        + "\"resetAt\":\"2023-11-14T22:14:20Z\",\"retryAfterSeconds\":45,\"retryAfterMillis\":44500}");
     assertThat(handled).hasValue(3);
     ticker.advance(Duration.ofSeconds(45));
     assertThat(get("/ok").statusCode()).isEqualTo(200);
@@ -154,7 +155,7 @@ abstract class AbstractFilterTest {
     assertThat(r.headers().map().keySet()).noneMatch(h -> h.toLowerCase().contains("ratelimit"));
     assertThat(r.headers().allValues("Retry-After")).containsExactly("1");
     assertThat(r.headers().allValues("Content-Type")).containsExactly("application/problem+json");
-    assertThat(r.body()).contains("\"status\":503").contains("STORE_UNAVAILABLE");
+    assertThat(r.body()).contains("\"status\":503").contains("\"reason\":\"store_unavailable\"").doesNotContain("\"remaining\"");
     assertThat(handled).hasValue(0);
     assertThat(storeErrors.get()).as("the limiter really tried its store").isPositive();
   }

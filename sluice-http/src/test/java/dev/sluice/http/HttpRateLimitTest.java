@@ -44,24 +44,19 @@ class HttpRateLimitTest {
   @Test void aCeilingRefusalLeavesTheClientUncharged() {
     Policy ceiling = Policy.fixedWindow("ceiling", 1, Duration.ofSeconds(60));
     HttpRateLimit rl = HttpRateLimit.builder(limiter).globalCeiling(ceiling).build();
-    assertThat(rl.admit(new FakeRequest("198.51.100.1")).verdict).isEqualTo(Admission.PASS);
-    assertThat(rl.admit(new FakeRequest("198.51.100.2")).verdict).isEqualTo(Admission.REFUSED);
+    assertThat(rl.admit(new FakeRequest("198.51.100.1")).verdict.status()).isEqualTo(200);
+    assertThat(rl.admit(new FakeRequest("198.51.100.2")).verdict.status()).isEqualTo(429);
     assertThat(limiter.peek("ip:198.51.100.2").remaining()).isEqualTo(3);
     // A client over its own limit does not consume the ceiling.
     ticker.advance(Duration.ofSeconds(60));
     for (int i = 0; i < 3; i++) {
       limiter.tryAcquire("ip:198.51.100.3");
     }
-    assertThat(rl.admit(new FakeRequest("198.51.100.3")).verdict).isEqualTo(Admission.REFUSED);
+    assertThat(rl.admit(new FakeRequest("198.51.100.3")).verdict.status()).isEqualTo(429);
     assertThat(limiter.peek(HttpRateLimit.GLOBAL_KEY, ceiling).remaining()).isEqualTo(1);
   }
 
   @Test void contentionIsTheClientsDoingAndAnswers429NotAn503() {
-    assertThat(HttpRateLimit.isOutage(Reason.CONTENTION)).isFalse();
-    assertThat(HttpRateLimit.isOutage(Reason.STORE_UNAVAILABLE)).isTrue();
-    assertThat(HttpRateLimit.isOutage(Reason.TIMEOUT)).isTrue();
-    assertThat(HttpRateLimit.isOutage(Reason.CORRUPT_STATE)).isTrue();
-    assertThat(HttpRateLimit.isOutage(Reason.KEY_TABLE_FULL)).isFalse();
     RateLimiter contended = new RateLimiter() {
       @Override public Policy policy() { return api; }
 
@@ -76,7 +71,7 @@ class HttpRateLimitTest {
       @Override public void reset(String key, Policy p) {}
     };
     Admission a = HttpRateLimit.builder(contended).ticker(ticker).build().admit(new FakeRequest("198.51.100.1"));
-    assertThat(a.verdict).isEqualTo(Admission.REFUSED);
+    assertThat(a.verdict.status()).isEqualTo(429);
     Map<String, String> headers = new LinkedHashMap<>();
     a.headers(headers::put);
     assertThat(headers).containsExactly(Map.entry("Retry-After", "1")); // no store answered: no limit headers

@@ -1,7 +1,10 @@
 package dev.sluice.mcp;
 
+import dev.sluice.Ticker;
 import dev.sluice.guard.RateLimitExceededException;
 import dev.sluice.guard.RateLimitGuard;
+import dev.sluice.http.HttpVerdict;
+import dev.sluice.http.RateLimitHeaders;
 import dev.sluice.internal.Checks;
 import io.modelcontextprotocol.common.McpTransportContext;
 import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
@@ -31,12 +34,16 @@ import reactor.core.publisher.Mono;
  *     .build();
  * }</pre>
  *
- * <p>A call over the limit does not reach the tool: the client receives a JSON-RPC error with code
- * {@link #RATE_LIMITED} ({@value #RATE_LIMITED}), a message naming the policy, and data
- * {@code {"policy", "reason", "retryAfterSeconds", "retryAfterMillis"}}; a Java client reads it back
- * with {@link #retryAfter(McpError)}. When the limiter's store is down the call proceeds and the
- * guard's {@code onStoreError} is told: an abuse throttle must never lock an account out because
- * of infrastructure.
+ * <p>A refused call does not reach the tool. The client receives a JSON-RPC error whose code mirrors
+ * the HTTP status of the same decision ({@link HttpVerdict}): {@link #RATE_LIMITED}
+ * ({@value #RATE_LIMITED}, as 429) when over the limit, {@link #LIMITER_UNAVAILABLE}
+ * ({@value #LIMITER_UNAVAILABLE}, as 503) when the limiter's state cannot be trusted (corrupt state,
+ * an invalid clock); its message is the problem's {@code detail} and its data the very RFC 9457
+ * problem the HTTP filters send ({@code type}, {@code title}, {@code status}, {@code detail},
+ * {@code allowed}, {@code reason}, {@code policy}, the limit fields, {@code retryAfterSeconds},
+ * {@code retryAfterMillis}). A Java client reads the wait back with {@link #retryAfter(McpError)}.
+ * When the limiter's store is down the call proceeds and the guard's {@code onStoreError} is told:
+ * an abuse throttle must never lock an account out because of infrastructure.
  */
 public final class RateLimitedTools {
   /**
@@ -44,6 +51,12 @@ public final class RateLimitedTools {
    * (-32000 to -32099), chosen to read as HTTP 429.
    */
   public static final int RATE_LIMITED = -32029;
+
+  /**
+   * The JSON-RPC error code of a tool call refused because the limiter could not decide and failed
+   * closed (corrupt state, an invalid clock): in the same range, chosen to read as HTTP 503.
+   */
+  public static final int LIMITER_UNAVAILABLE = -32053;
 
   private final RateLimitGuard guard;
   private final AccountResolver accounts;
@@ -102,19 +115,22 @@ public final class RateLimitedTools {
     try {
       guard.check(keyOf(context, sessionId, request));
     } catch (RateLimitExceededException e) {
-      Map<String, Object> data = new LinkedHashMap<>();
-      data.put("policy", e.policyName());
-      data.put("reason", e.reason().name());
-      data.put("retryAfterSeconds", e.retryAfterSeconds());
-      data.put("retryAfterMillis", -Math.floorDiv(-e.retryAfter().toNanos(), 1_000_000L)); // rounded up: never 0
-      throw McpError.builder(RATE_LIMITED).message(e.getMessage()).data(data).build();
+      throw error(e);
     }
   }
 
-  /** The retry-after of a refused tool call as a client received it, or empty for any other error. */
+  /** The JSON-RPC error of a refusal: code per the verdict's status, the problem's detail, the problem as data. */
+  static McpError error(RateLimitExceededException refusal) {
+    // The clock only sets the RateLimit header's t, which a JSON-RPC error does not carry.
+    HttpVerdict v = HttpVerdict.of(refusal, Ticker.system().nowMicros(), RateLimitHeaders.all());
+    int code = v.status() == HttpVerdict.SERVICE_UNAVAILABLE ? LIMITER_UNAVAILABLE : RATE_LIMITED;
+    return McpError.builder(code).message(v.detail()).data(new LinkedHashMap<>(v.problem())).build();
+  }
+
+  /** The retry-after of a refused tool call as a client received it ({@code retryAfterMillis}), or empty for any other error. */
   public static Optional<Duration> retryAfter(McpError error) {
     JSONRPCError e = error == null ? null : error.getJsonRpcError();
-    if (e == null || e.code() != RATE_LIMITED || !(e.data() instanceof Map<?, ?> data)) {
+    if (e == null || (e.code() != RATE_LIMITED && e.code() != LIMITER_UNAVAILABLE) || !(e.data() instanceof Map<?, ?> data)) {
       return Optional.empty();
     }
     Object millis = data.get("retryAfterMillis");

@@ -125,7 +125,16 @@ class RateLimitedToolsTest {
     ticker.advance(Duration.ofMillis(20_500));
     assertThatThrownBy(() -> call("alice")).isInstanceOfSatisfying(McpError.class, e -> {
       assertThat(e.getJsonRpcError().code()).isEqualTo(RateLimitedTools.RATE_LIMITED);
-      assertThat(e.getJsonRpcError().message()).isEqualTo("rate limit of policy 'mcp-tools' exceeded (LIMIT_EXCEEDED); retry after 40 s");
+      assertThat(e.getJsonRpcError().message()).isEqualTo("Rate limit of policy 'mcp-tools' exceeded; retry after 40 seconds.");
+      // The data is the problem body an HTTP filter sends for the same refusal.
+      @SuppressWarnings("unchecked")
+      Map<String, Object> data = (Map<String, Object>) e.getJsonRpcError().data();
+      assertThat(data).containsExactly(
+          Map.entry("type", "about:blank"), Map.entry("title", "Too Many Requests"), Map.entry("status", 429),
+          Map.entry("detail", "Rate limit of policy 'mcp-tools' exceeded; retry after 40 seconds."),
+          Map.entry("allowed", false), Map.entry("reason", "limit_exceeded"), Map.entry("policy", "mcp-tools"),
+          Map.entry("limit", 2), Map.entry("remaining", 0), Map.entry("resetAt", "2023-11-14T22:14:20Z"),
+          Map.entry("retryAfterSeconds", 40), Map.entry("retryAfterMillis", 39_500));
       assertThat(RateLimitedTools.retryAfter(e)).contains(Duration.ofMillis(39_500));
     });
     assertThat(toolRuns).hasValue(2);

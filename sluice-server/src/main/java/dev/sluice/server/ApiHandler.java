@@ -12,6 +12,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
 import dev.sluice.Ticker;
+import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RateLimitHeaders;
 import dev.sluice.internal.Checks;
 import dev.sluice.memory.MemoryRateLimiter;
@@ -20,7 +21,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
-import java.time.Instant;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -39,7 +39,7 @@ import org.eclipse.jetty.util.Fields;
  * The JSON HTTP API, as a Jetty core handler (no servlet layer: the API is six routes).
  *
  * <pre>
- *   POST /v1/acquire  {"policy":"api","key":"user:42","permits":1}  -> 200 allowed | 429 refused | 503 store down
+ *   POST /v1/acquire  {"policy":"api","key":"user:42","permits":1}  -> 200 allowed | 429 refused | 503 store down (the HttpVerdict)
  *   POST /v1/refund   {"ticket":"..."}                              -> 200 {"result":"applied"|"no_effect"} | 503 failed
  *   GET  /v1/peek?policy=api&amp;key=user:42                            -> 200, the decision one permit would get, nothing charged
  *   GET  /v1/policies                                               -> the configured policies
@@ -52,6 +52,8 @@ import org.eclipse.jetty.util.Fields;
 final class ApiHandler extends Handler.Abstract {
   private static final System.Logger LOG = System.getLogger(ApiHandler.class.getName());
   static final int MAX_BODY_BYTES = 64 * 1024;
+  /** Most bytes of an oversized body read and dropped before the 413; past that the connection just closes. */
+  static final long MAX_DISCARD_BYTES = 1024 * 1024;
   private static final String JSON = "application/json";
   private static final Set<String> ACQUIRE_FIELDS = Set.of("policy", "key", "permits");
   private static final Set<String> REFUND_FIELDS = Set.of("ticket");
@@ -59,7 +61,7 @@ final class ApiHandler extends Handler.Abstract {
   /** One configured policy and everything needed to answer for it without a lookup. */
   record Entry(Policy policy, RateLimiter limiter, ServerMetrics.PolicyMeters meters, long ticketLifeMicros) {}
 
-  /** The header renderer of sluice-http: the service sends exactly what the HTTP filters send. */
+  /** The header families of sluice-http; with {@link HttpVerdict} the service answers exactly what the HTTP filters answer. */
   private static final RateLimitHeaders HEADERS = RateLimitHeaders.all();
 
   private final Map<String, Entry> entries;
@@ -192,19 +194,27 @@ final class ApiHandler extends Handler.Abstract {
     String ticket = d.ticket()
         .map(t -> tickets.encode(e.policy().name(), key, t.permits(), t.stamp(), now))
         .orElse(null);
-    int status;
-    HttpFields.Mutable h = response.getHeaders();
-    if (d.allowed()) {
-      status = 200;
-      HEADERS.allowed(d, null, now, h::put);
-    } else if (d.reason().isFailure()) {
-      status = 503; // an outage is not a limit the client exceeded: Retry-After, no limit headers
-      HEADERS.unavailable(d, h::put);
+    HttpVerdict verdict = HttpVerdict.of(d, now, HEADERS);
+    if (verdict.allowed()) {
+      putHeaders(response, verdict);
+      send(response, callback, 200, decisionBody(verdict, ticket));
     } else {
-      status = 429;
-      HEADERS.refused(d, now, h::put);
+      // A refusal counted nothing, so there is no ticket: the answer is the filters' own.
+      sendRefusal(response, callback, verdict);
     }
-    send(response, callback, status, decisionBody(d, ticket));
+  }
+
+  /** A refusal as the HTTP filters send it: the verdict's status, headers and problem body. */
+  private static void sendRefusal(Response response, Callback callback, HttpVerdict verdict) {
+    putHeaders(response, verdict);
+    send(response, callback, verdict.status(), HttpVerdict.PROBLEM_JSON, verdict.body());
+  }
+
+  private static void putHeaders(Response response, HttpVerdict verdict) {
+    HttpFields.Mutable h = response.getHeaders();
+    for (HttpVerdict.Header header : verdict.headers()) {
+      h.put(header.name(), header.value());
+    }
   }
 
   private void refund(Request request, Response response, Callback callback) throws IOException {
@@ -267,8 +277,15 @@ final class ApiHandler extends Handler.Abstract {
     String key = Checks.key(requiredParam(q, "key"));
     Decision d = e.limiter().peek(key, e.policy());
     long now = ticker.nowMicros();
-    HEADERS.allowed(d, null, now, response.getHeaders()::put); // the quota's state; nothing for a failure-mode decision
-    send(response, callback, d.reason().isFailure() && !d.allowed() ? 503 : 200, decisionBody(d, null));
+    HttpVerdict verdict = HttpVerdict.of(d, now, HEADERS);
+    if (verdict.status() == HttpVerdict.SERVICE_UNAVAILABLE) {
+      sendRefusal(response, callback, verdict);
+      return;
+    }
+    // A peek reads the quota, it asks for nothing: 200 with the limit headers (none for a
+    // failure-mode decision) and the decision's fields, whether one permit would fit or not.
+    HEADERS.allowed(d, null, now, response.getHeaders()::put);
+    send(response, callback, 200, decisionBody(verdict, null));
   }
 
   private void health(Response response, Callback callback) {
@@ -280,7 +297,7 @@ final class ApiHandler extends Handler.Abstract {
       Decision d = e.limiter().peek("sluice:healthz", e.policy());
       if (d.reason().isFailure()) {
         up = false;
-        reason = d.reason().name().toLowerCase(java.util.Locale.ROOT);
+        reason = HttpVerdict.code(d.reason());
       }
     }
     boolean isUp = up;
@@ -296,28 +313,18 @@ final class ApiHandler extends Handler.Abstract {
     }));
   }
 
-  private String decisionBody(Decision d, String ticket) {
+  /** The verdict's decision fields, then the service's own: the refund ticket. */
+  private String decisionBody(HttpVerdict verdict, String ticket) {
     return write(g -> {
       g.writeStartObject();
-      g.writeBooleanField("allowed", d.allowed());
-      g.writeStringField("reason", d.reason().name().toLowerCase(java.util.Locale.ROOT));
-      g.writeStringField("policy", d.policy().name());
-      g.writeNumberField("limit", d.limit());
-      g.writeNumberField("remaining", d.remaining());
-      g.writeStringField("resetAt", micros(d.resetAtMicros()).toString());
-      g.writeNumberField("retryAfterMillis", -Math.floorDiv(-d.retryAfterMicros(), 1_000L));
-      if (d.path() != dev.sluice.Path.PRIMARY) {
-        g.writeStringField("path", d.path().name().toLowerCase(java.util.Locale.ROOT));
+      for (Map.Entry<String, Object> f : verdict.fields().entrySet()) {
+        g.writeObjectField(f.getKey(), f.getValue());
       }
       if (ticket != null) {
         g.writeStringField("ticket", ticket);
       }
       g.writeEndObject();
     });
-  }
-
-  private static Instant micros(long m) {
-    return Instant.ofEpochSecond(Math.floorDiv(m, 1_000_000L), Math.floorMod(m, 1_000_000L) * 1_000L);
   }
 
   private Entry entry(String name) {
@@ -340,17 +347,32 @@ final class ApiHandler extends Handler.Abstract {
     return Checks.permits(v.longValue(), p.limit(), p.name());
   }
 
+  /**
+   * Reads and drops what is left of a body too large to serve (up to {@link #MAX_DISCARD_BYTES}), so
+   * the client, still sending it, reads the 413 instead of a reset connection.
+   */
+  private static void discard(InputStream in) throws IOException {
+    long left = MAX_DISCARD_BYTES;
+    byte[] sink = new byte[8192];
+    int n;
+    while (left > 0 && (n = in.read(sink, 0, (int) Math.min(sink.length, left))) > 0) {
+      left -= n;
+    }
+  }
+
   private JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
     long declared = request.getLength();
-    if (declared > MAX_BODY_BYTES) {
-      throw new ApiError(413, "payload_too_large", "request body of " + declared + " bytes exceeds " + MAX_BODY_BYTES + " bytes");
-    }
     byte[] bytes;
     try (InputStream in = Request.asInputStream(request)) {
+      if (declared > MAX_BODY_BYTES) {
+        discard(in);
+        throw new ApiError(413, "payload_too_large", "request body of " + declared + " bytes exceeds " + MAX_BODY_BYTES + " bytes");
+      }
       bytes = in.readNBytes(MAX_BODY_BYTES + 1);
-    }
-    if (bytes.length > MAX_BODY_BYTES) {
-      throw new ApiError(413, "payload_too_large", "request body exceeds " + MAX_BODY_BYTES + " bytes");
+      if (bytes.length > MAX_BODY_BYTES) {
+        discard(in);
+        throw new ApiError(413, "payload_too_large", "request body exceeds " + MAX_BODY_BYTES + " bytes");
+      }
     }
     if (bytes.length == 0) {
       throw new ApiError(400, "bad_request", "request body is empty; send a JSON object (" + usage + ")");
@@ -414,8 +436,12 @@ final class ApiHandler extends Handler.Abstract {
   }
 
   private static void send(Response response, Callback callback, int status, String body) {
+    send(response, callback, status, JSON, body);
+  }
+
+  private static void send(Response response, Callback callback, int status, String contentType, String body) {
     response.setStatus(status);
-    response.getHeaders().put(HttpHeader.CONTENT_TYPE, JSON);
+    response.getHeaders().put(HttpHeader.CONTENT_TYPE, contentType);
     Content.Sink.write(response, true, body, callback);
   }
 

@@ -85,6 +85,7 @@ class ServerApiTest {
     assertThat(b.get("limit").longValue()).isEqualTo(3);
     assertThat(b.get("remaining").longValue()).isEqualTo(2);
     assertThat(b.get("resetAt").textValue()).isEqualTo("2027-01-15T08:01:00Z");
+    assertThat(b.get("retryAfterSeconds").longValue()).isZero();
     assertThat(b.get("retryAfterMillis").longValue()).isZero();
     assertThat(b.get("ticket").textValue()).matches("[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+");
   }
@@ -103,11 +104,12 @@ class ServerApiTest {
     assertThat(header(r, "Retry-After")).isEqualTo("40"); // 39.5 s rounded up
     assertThat(header(r, "RateLimit")).isEqualTo("\"login\";r=0;t=40");
     assertThat(header(r, "X-RateLimit-Remaining")).isEqualTo("0");
-    JsonNode b = json(r);
-    assertThat(b.get("allowed").booleanValue()).isFalse();
-    assertThat(b.get("reason").textValue()).isEqualTo("limit_exceeded");
-    assertThat(b.get("retryAfterMillis").longValue()).isEqualTo(39_500);
-    assertThat(b.has("ticket")).isFalse();
+    assertThat(header(r, "Content-Type")).isEqualTo("application/problem+json");
+    // The RFC 9457 problem the HTTP filters send, with the decision's fields.
+    assertThat(r.body()).isEqualTo("{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":429,"
+        + "\"detail\":\"Rate limit of policy 'login' exceeded; retry after 40 seconds.\",\"allowed\":false,"
+        + "\"reason\":\"limit_exceeded\",\"policy\":\"login\",\"limit\":3,\"remaining\":0,"
+        + "\"resetAt\":\"2027-01-15T08:01:00Z\",\"retryAfterSeconds\":40,\"retryAfterMillis\":39500}");
     ticker.advance(Duration.ofMillis(39_500));
     assertThat(acquire("login", "alice", 1).statusCode()).isEqualTo(200);
   }
@@ -204,6 +206,17 @@ class ServerApiTest {
         .contains("sluice_decisions_total{outcome=\"refused\",policy=\"login\",reason=\"limit_exceeded\"} 1.0")
         .contains("sluice_keys_tracked{limiter=\"login\"} 1.0")
         .contains("sluice_server_requests_seconds_count{endpoint=\"acquire\"} 2");
+  }
+
+  /**
+   * Issue 12 (found failing by chance): the 413 went out before the body was read, the connection
+   * closed under the client still sending, and the client saw no response at all.
+   */
+  @Test void anOversizedBodyAlwaysGetsItsAnswerNotAResetConnection() {
+    for (int i = 0; i < 50; i++) {
+      HttpResponse<String> big = http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"" + "k".repeat(70_000 + i) + "\"}");
+      assertThat(big.statusCode()).as("attempt %d", i).isEqualTo(413);
+    }
   }
 
   @Test void badRequestsGet400WithWhatWasWrong() {

@@ -1,0 +1,175 @@
+package dev.sluice.http;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sluice.Decision;
+import dev.sluice.FailureMode;
+import dev.sluice.ManualTicker;
+import dev.sluice.Path;
+import dev.sluice.Policy;
+import dev.sluice.Reason;
+import dev.sluice.Ticker;
+import dev.sluice.guard.RateLimitExceededException;
+import dev.sluice.memory.MemoryRateLimiter;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+class HttpVerdictTest {
+  private static final long T0 = 1_700_000_000_000_000L; // epoch micros, a whole second: 2023-11-14T22:13:20Z
+  private static final Policy API = Policy.fixedWindow("api", 10, Duration.ofSeconds(60));
+
+  private static HttpVerdict.Header h(String name, String value) {
+    return new HttpVerdict.Header(name, value);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(Reason.class)
+  void statusPerReason(Reason reason) {
+    int expected = switch (reason) {
+      case WITHIN_LIMIT, LIMIT_EXCEEDED, KEY_TABLE_FULL, CONTENTION -> 429;
+      case STORE_UNAVAILABLE, TIMEOUT, CORRUPT_STATE, INVALID_CLOCK -> 503;
+    };
+    for (Path path : Path.values()) {
+      Decision refused = Decision.of(false, reason, path, API, 0, T0 + 1_000_000, 1_000_000, null);
+      assertThat(HttpVerdict.status(refused)).as(reason + " on " + path).isEqualTo(expected);
+      assertThat(HttpVerdict.status(Decision.of(true, reason, path, API, 5, T0, 0, null))).isEqualTo(200);
+    }
+  }
+
+  @Test void aRefusalIs429WithRetryAfterTheLimitHeadersAndTheProblemBody() {
+    ManualTicker t = Ticker.manual(T0);
+    MemoryRateLimiter lim = MemoryRateLimiter.builder(Policy.fixedWindow("login", 1, Duration.ofMillis(1200))).ticker(t).build();
+    lim.tryAcquire("k");
+    HttpVerdict v = HttpVerdict.of(lim.tryAcquire("k"), t.nowMicros(), RateLimitHeaders.all());
+    assertThat(v.status()).isEqualTo(429);
+    assertThat(v.allowed()).isFalse();
+    assertThat(v.headers()).containsExactly(
+        h("Retry-After", "2"),
+        h("RateLimit-Policy", "\"login\";q=1;w=2"),
+        h("RateLimit", "\"login\";r=0;t=2"),
+        h("X-RateLimit-Limit", "1"),
+        h("X-RateLimit-Remaining", "0"),
+        h("X-RateLimit-Reset", "1700000002"));
+    assertThat(v.body()).isEqualTo("{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":429,"
+        + "\"detail\":\"Rate limit of policy 'login' exceeded; retry after 2 seconds.\","
+        + "\"allowed\":false,\"reason\":\"limit_exceeded\",\"policy\":\"login\",\"limit\":1,\"remaining\":0,"
+        + "\"resetAt\":\"2023-11-14T22:13:21.200Z\",\"retryAfterSeconds\":2,\"retryAfterMillis\":1200}");
+    assertThat(v.detail()).isEqualTo("Rate limit of policy 'login' exceeded; retry after 2 seconds.");
+    assertThat(HttpVerdict.of(lim.tryAcquire("k"), t.nowMicros(), RateLimitHeaders.of(false, false)).headers())
+        .containsExactly(h("Retry-After", "2"));
+  }
+
+  @Test void retryAfterIsRoundedUpInSecondsAndMillisecondsAndIsAtLeastOne() {
+    Decision d = Decision.refused(API, Reason.LIMIT_EXCEEDED, 0, T0 + 1_000, 39_500_001);
+    assertThat(HttpVerdict.retryAfterSeconds(d)).isEqualTo(40);
+    assertThat(HttpVerdict.retryAfterMillis(d)).isEqualTo(39_501);
+    Decision tiny = Decision.refused(API, Reason.LIMIT_EXCEEDED, 0, T0 + 1, 1);
+    assertThat(HttpVerdict.retryAfterSeconds(tiny)).isEqualTo(1);
+    assertThat(HttpVerdict.retryAfterMillis(tiny)).isEqualTo(1);
+    Decision ok = Decision.allowed(API, 9, T0 + 60_000_000, null);
+    assertThat(HttpVerdict.retryAfterSeconds(ok)).isZero();
+    assertThat(HttpVerdict.retryAfterMillis(ok)).isZero();
+  }
+
+  @Test void anOutageIs503WithRetryAfterOnlyAndNoLimitFields() {
+    Decision closed = FailureMode.closed().decide(API, "k", 1, Reason.STORE_UNAVAILABLE, null, T0);
+    HttpVerdict v = HttpVerdict.of(closed, T0, RateLimitHeaders.all());
+    assertThat(v.status()).isEqualTo(503);
+    assertThat(v.headers()).containsExactly(h("Retry-After", "1"));
+    assertThat(v.body()).isEqualTo("{\"type\":\"about:blank\",\"title\":\"Service Unavailable\",\"status\":503,"
+        + "\"detail\":\"The rate limiter for policy 'api' could not decide (store_unavailable); this is not a limit you exceeded."
+        + " Retry after 1 second.\",\"allowed\":false,\"reason\":\"store_unavailable\",\"path\":\"failure_mode\",\"policy\":\"api\","
+        + "\"retryAfterSeconds\":1,\"retryAfterMillis\":1000}");
+    // Even an outage reported on the primary path carries no limits.
+    HttpVerdict primary = HttpVerdict.of(Decision.refused(API, Reason.CORRUPT_STATE, 3, T0 + 5_000_000, 2_000_000), T0, RateLimitHeaders.all());
+    assertThat(primary.headers()).containsExactly(h("Retry-After", "2"));
+    assertThat(primary.fields()).doesNotContainKeys("limit", "remaining", "resetAt", "path");
+  }
+
+  @Test void contentionIsLoadNotAnOutage() {
+    Decision contended = FailureMode.closed().decide(API, "k", 1, Reason.CONTENTION, null, T0);
+    HttpVerdict v = HttpVerdict.of(contended, T0, RateLimitHeaders.all());
+    assertThat(v.status()).isEqualTo(429);
+    assertThat(v.headers()).containsExactly(h("Retry-After", "1")); // no store answered: no limits to report
+    assertThat(v.detail()).isEqualTo("Too many concurrent requests for one key under policy 'api'; retry after 1 second.");
+    assertThat(v.fields()).containsExactly(Map.entry("allowed", false), Map.entry("reason", "contention"),
+        Map.entry("path", "failure_mode"), Map.entry("policy", "api"), Map.entry("retryAfterSeconds", 1L),
+        Map.entry("retryAfterMillis", 1000L));
+  }
+
+  @Test void allowedCarriesTheLimitHeadersAndFieldsButNoBody() {
+    Decision ok = Decision.allowed(API, 9, T0 + 60_000_000, null);
+    HttpVerdict v = HttpVerdict.of(ok, T0, RateLimitHeaders.all());
+    assertThat(v.status()).isEqualTo(200);
+    assertThat(v.allowed()).isTrue();
+    assertThat(v.body()).isNull();
+    assertThat(v.bodyBytes()).isNull();
+    assertThat(v.detail()).isNull();
+    assertThat(v.problem()).isEmpty();
+    assertThat(v.headers()).extracting(HttpVerdict.Header::name)
+        .containsExactly("RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset");
+    assertThat(v.fields()).containsExactly(Map.entry("allowed", true), Map.entry("reason", "within_limit"),
+        Map.entry("policy", "api"), Map.entry("limit", 10L), Map.entry("remaining", 9L),
+        Map.entry("resetAt", "2023-11-14T22:14:20Z"), Map.entry("retryAfterSeconds", 0L), Map.entry("retryAfterMillis", 0L));
+    Decision open = FailureMode.open((p, r, c) -> { }).decide(API, "k", 1, Reason.TIMEOUT, null, T0);
+    HttpVerdict openVerdict = HttpVerdict.of(open, T0, RateLimitHeaders.all());
+    assertThat(openVerdict.status()).isEqualTo(200);
+    assertThat(openVerdict.headers()).isEmpty();
+    assertThat(openVerdict.fields()).containsOnlyKeys("allowed", "reason", "path", "policy", "retryAfterSeconds", "retryAfterMillis");
+  }
+
+  @Test void theFirstRefusalOfClientAndCeilingDecides() {
+    Policy ceiling = Policy.fixedWindow("ceiling", 100, Duration.ofSeconds(60));
+    Decision client = Decision.allowed(API, 9, T0 + 60_000_000, null);
+    Decision full = Decision.refused(ceiling, Reason.LIMIT_EXCEEDED, 0, T0 + 30_000_000, 30_000_000);
+    HttpVerdict v = HttpVerdict.of(client, full, T0, RateLimitHeaders.all());
+    assertThat(v.status()).isEqualTo(429);
+    assertThat(v.fields().get("policy")).isEqualTo("ceiling");
+    assertThat(v.headers()).contains(h("RateLimit-Policy", "\"ceiling\";q=100;w=60"));
+    HttpVerdict both = HttpVerdict.of(client, Decision.allowed(ceiling, 50, T0 + 60_000_000, null), T0, RateLimitHeaders.all());
+    assertThat(both.headers()).contains(h("RateLimit-Policy", "\"api\";q=10;w=60, \"ceiling\";q=100;w=60"));
+    assertThat(both.fields().get("policy")).isEqualTo("api");
+  }
+
+  @Test void theGuardsRefusalRendersAsItsDecision() throws Exception {
+    Decision d = Decision.refused(API, Reason.KEY_TABLE_FULL, 0, T0 + 3_000_000, 2_500_000);
+    RateLimitExceededException e = new RateLimitExceededException(d);
+    HttpVerdict v = HttpVerdict.of(e, T0, RateLimitHeaders.all());
+    assertThat(v).isEqualTo(HttpVerdict.of(d, T0, RateLimitHeaders.all()));
+    assertThat(v.detail()).isEqualTo("The rate limiter for policy 'api' is tracking as many clients as it can hold; retry after 3 seconds.");
+
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
+      out.writeObject(e);
+    }
+    RateLimitExceededException read;
+    try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
+      read = (RateLimitExceededException) in.readObject();
+    }
+    assertThatThrownBy(() -> HttpVerdict.of(read, T0, RateLimitHeaders.all())).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("the RateLimitExceededException of policy 'api' carries no decision (it was deserialized);"
+            + " render the exception where the guard threw it");
+  }
+
+  @Test void nullArgumentsAreRefusedByName() {
+    Decision d = Decision.allowed(API, 9, T0, null);
+    assertThatThrownBy(() -> HttpVerdict.of((Decision) null, T0, RateLimitHeaders.all())).hasMessage("decision is null");
+    assertThatThrownBy(() -> HttpVerdict.of(d, T0, null)).hasMessage("headers is null");
+    assertThatThrownBy(() -> HttpVerdict.of((RateLimitExceededException) null, T0, RateLimitHeaders.all())).hasMessage("refusal is null");
+  }
+
+  @Test void jsonStringsAreEscaped() {
+    assertThat(HttpVerdict.json(new java.util.LinkedHashMap<>(Map.of("a", "q\"b\\s\n")))).isEqualTo("{\"a\":\"q\\\"b\\\\s\\u000a\"}");
+    assertThat(HttpVerdict.json(new java.util.LinkedHashMap<>(Map.of("n", 1L)))).isEqualTo("{\"n\":1}");
+    assertThat(List.of(Reason.LIMIT_EXCEEDED, Reason.KEY_TABLE_FULL).stream().map(HttpVerdict::code)).containsExactly("limit_exceeded", "key_table_full");
+  }
+}
