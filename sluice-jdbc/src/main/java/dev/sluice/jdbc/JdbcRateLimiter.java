@@ -13,6 +13,7 @@ import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.StoredId;
+import dev.sluice.jdbc.internal.SqlFailure;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import java.io.IOException;
@@ -22,8 +23,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLTimeoutException;
-import java.sql.SQLTransientConnectionException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -300,7 +299,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
       throw e;
     } catch (SQLException | RuntimeException e) {
       listener.onStoreCall(call.policy, System.nanoTime() - start, e);
-      throw new StoreFailure(reasonOf(e), e);
+      throw new StoreFailure(SqlFailure.reason(e), e);
     }
   }
 
@@ -787,22 +786,6 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
   private static Policy pinnedPolicy(Policy p, int alg, long p1, long p2, long p3) {
     Algorithm a = algorithm(alg, p1, p2, p3);
     return a.equals(p.algorithm()) ? p : new Policy(p.name(), a);
-  }
-
-  static Reason reasonOf(Throwable e) {
-    if (e instanceof SQLTimeoutException || e instanceof SQLTransientConnectionException) {
-      return Reason.TIMEOUT;
-    }
-    if (e instanceof SQLException s) {
-      String state = s.getSQLState();
-      if ("57014".equals(state)) {
-        return Reason.TIMEOUT; // query_canceled: statement_timeout or a cancel
-      }
-      if ("22003".equals(state) || "22012".equals(state)) {
-        return Reason.CORRUPT_STATE; // out of range / division by zero: only a malformed row gets there
-      }
-    }
-    return Reason.STORE_UNAVAILABLE;
   }
 
   private static void checkTable(String table) {

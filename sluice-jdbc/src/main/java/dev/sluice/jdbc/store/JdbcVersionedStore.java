@@ -1,19 +1,19 @@
 package dev.sluice.jdbc.store;
 
+import dev.sluice.Reason;
+import dev.sluice.jdbc.internal.SqlFailure;
 import dev.sluice.spi.StoreException;
 import dev.sluice.spi.StoreTimeoutException;
 import dev.sluice.spi.StoredRecord;
 import dev.sluice.spi.VersionedStore;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLIntegrityConstraintViolationException;
-import java.sql.SQLTimeoutException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
@@ -46,8 +46,10 @@ import javax.sql.DataSource;
  * <h2>Deadlines</h2>
  * Each call sets the connection's network timeout to the time left before its deadline (and restores
  * the previous value before returning the connection), so a call never waits on the socket past its
- * deadline; a failure at or after the deadline is a {@link StoreTimeoutException}, any other a
- * {@link StoreException}. Waiting for a pooled connection is bounded by the pool, not by this store:
+ * deadline. A failure at or after the deadline, or one that the module's one map of SQL failures
+ * ({@code dev.sluice.jdbc.internal.SqlFailure}, shared with {@code JdbcRateLimiter}) calls a timeout
+ * (a statement or lock timeout, a socket timeout, no pooled connection in time), is a
+ * {@link StoreTimeoutException}; any other a {@link StoreException}. Waiting for a pooled connection is bounded by the pool, not by this store:
  * set the pool's connection timeout (HikariCP {@code connectionTimeout}) no longer than the limiter's
  * timeout.
  *
@@ -285,7 +287,7 @@ public final class JdbcVersionedStore implements VersionedStore {
         }
       }
     } catch (SQLException e) {
-      if (isTimeout(e) || deadlineNanos - System.nanoTime() <= 0) {
+      if (SqlFailure.reason(e) == Reason.TIMEOUT || deadlineNanos - System.nanoTime() <= 0) {
         throw new StoreTimeoutException(what + " on " + table + " did not complete by its deadline: " + e.getMessage(), e);
       }
       throw new StoreException(what + " on " + table + " failed: " + e.getMessage(), e);
@@ -308,18 +310,6 @@ public final class JdbcVersionedStore implements VersionedStore {
       dialect = d;
     }
     return d;
-  }
-
-  private static boolean isTimeout(SQLException e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLTimeoutException || t instanceof SocketTimeoutException) {
-        return true;
-      }
-      if (t instanceof SQLException s && ("57014".equals(s.getSQLState()) || "70100".equals(s.getSQLState()))) {
-        return true; // PostgreSQL query_canceled, MariaDB query interrupted
-      }
-    }
-    return false;
   }
 
   private static boolean isUniqueViolation(SQLException e) {
