@@ -1,5 +1,14 @@
 package dev.sluice.jdbc;
 
+import static dev.sluice.jdbc.PostgresRow.ALG_BUCKET;
+import static dev.sluice.jdbc.PostgresRow.ALG_FIXED;
+import static dev.sluice.jdbc.PostgresRow.ALG_GCRA;
+import static dev.sluice.jdbc.PostgresRow.ALG_SLIDING;
+import static dev.sluice.jdbc.PostgresRow.wellFormed;
+
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -33,14 +42,10 @@ import java.util.List;
  * (1) allowed but (2) refused (a concurrent writer committed in between), the snapshot is stale
  * and the caller asks once more.
  *
- * <p>Placeholders {@code {name}} become JDBC {@code ?} parameters bound by name ({@link Bound}).
+ * <p>Placeholders {@code {name}} become JDBC {@code ?} parameters bound by name ({@link Bound}). Each
+ * statement that returns rows is followed here by the record that reads them, by column label.
  */
 final class PostgresSql {
-  static final int ALG_FIXED = 1, ALG_SLIDING = 2, ALG_BUCKET = 3, ALG_GCRA = 4;
-
-  /** Largest state value a well-formed row holds (2^53); anything above is treated as corrupt. */
-  static final long MAX_STATE = 1L << 53;
-
   private static final String SERVER_NOW = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
   private static final String ROW_COLS = "alg, pinned, p1, p2, p3, s0, s1, s2";
 
@@ -95,16 +100,69 @@ final class PostgresSql {
         + "  WHERE (NOT r.pinned OR r.alg = EXCLUDED.alg) AND " + wellFormed("r") + "\n"
         + "    AND (SELECT y.ok FROM (" + update + ") y)\n"
         + "  RETURNING r.s0, r.s1, r.s2, r.p1, r.p2, r.p3, r.pinned)\n"
-        + "SELECT c.now, up.s0, up.s1, up.s2, up.p1, up.p2, up.p3, up.pinned, cur.* FROM c LEFT JOIN up ON true LEFT JOIN cur ON true";
+        + "SELECT c.now AS now, up.s0 AS up_s0, up.s1 AS up_s1, up.s2 AS up_s2, up.p1 AS up_p1, up.p2 AS up_p2,"
+        + " up.p3 AS up_p3, up.pinned AS up_pinned, " + Snapshot.COLUMNS + " FROM c LEFT JOIN up ON true LEFT JOIN cur ON true";
     return new Bound(sql);
   }
+
+  /**
+   * The acquire statement's one row: the time, the state it wrote ({@code written}, null when it
+   * wrote nothing: a refusal, a malformed row, or a row pinned to another algorithm) and the row as
+   * the statement's snapshot saw it.
+   */
+  record AcquireRow(long now, Written written, Snapshot cur) {
+    static AcquireRow read(ResultSet rs) throws SQLException {
+      rs.next();
+      long now = rs.getLong("now");
+      boolean pinned = rs.getBoolean("up_pinned");
+      Written w = rs.wasNull() ? null : new Written(rs.getLong("up_s0"), rs.getLong("up_s1"), rs.getLong("up_s2"),
+          rs.getLong("up_p1"), rs.getLong("up_p2"), rs.getLong("up_p3"), pinned);
+      return new AcquireRow(now, w, Snapshot.read(rs));
+    }
+  }
+
+  /** The state and configuration an allowed acquire wrote. */
+  record Written(long s0, long s1, long s2, long p1, long p2, long p3, boolean pinned) {}
 
   /** The row as of the statement's snapshot, and the time: no write, no lock. */
   Bound peek() {
     String sql = prefix()
         + "WITH c AS (SELECT " + now() + " AS now)\n"
-        + "SELECT c.now, cur.* FROM c LEFT JOIN (SELECT " + ROW_COLS + " FROM " + table + " WHERE " + pk("") + ") cur ON true";
+        + "SELECT c.now AS now, " + Snapshot.COLUMNS + " FROM c"
+        + " LEFT JOIN (SELECT " + ROW_COLS + " FROM " + table + " WHERE " + pk("") + ") cur ON true";
     return new Bound(sql);
+  }
+
+  /** The peek statement's one row: the time and the row. */
+  record PeekRow(long now, Snapshot cur) {
+    static PeekRow read(ResultSet rs) throws SQLException {
+      rs.next();
+      return new PeekRow(rs.getLong("now"), Snapshot.read(rs));
+    }
+  }
+
+  /** A row ({@code cur}) as of a statement's snapshot, as the acquire and peek statements return it. */
+  record Snapshot(int alg, boolean pinned, long p1, long p2, long p3, long s0, long s1, long s2) {
+    static final String COLUMNS = "cur.alg AS cur_alg, cur.pinned AS cur_pinned, cur.p1 AS cur_p1, cur.p2 AS cur_p2,"
+        + " cur.p3 AS cur_p3, cur.s0 AS cur_s0, cur.s1 AS cur_s1, cur.s2 AS cur_s2";
+
+    /** The row, or null when the key has none. */
+    static Snapshot read(ResultSet rs) throws SQLException {
+      int alg = rs.getShort("cur_alg");
+      if (rs.wasNull()) {
+        return null;
+      }
+      return new Snapshot(alg, rs.getBoolean("cur_pinned"), rs.getLong("cur_p1"), rs.getLong("cur_p2"), rs.getLong("cur_p3"),
+          rs.getLong("cur_s0"), rs.getLong("cur_s1"), rs.getLong("cur_s2"));
+    }
+
+    boolean wellFormed() {
+      return PostgresRow.wellFormed(alg, pinned, p1, p2, p3, s0, s1, s2);
+    }
+
+    long[] state() {
+      return new long[] {s0, s1, s2};
+    }
   }
 
   /** Gives permits back as {@code ReferenceModel.refund}; returns a row only when it applied. */
@@ -123,6 +181,11 @@ final class PostgresSql {
         + "  AND (SELECT y.ok FROM (" + st + ") y)\n"
         + "RETURNING r.version";
     return new Bound(sql);
+  }
+
+  /** Whether the refund statement applied: it returns a row only then. */
+  static boolean refundApplied(ResultSet rs) throws SQLException {
+    return rs.next();
   }
 
   /** Forgets a key: deletes its row, or for an overridden (pinned) row clears the state but keeps the override. */
@@ -181,6 +244,15 @@ final class PostgresSql {
     return new Bound(sql);
   }
 
+  /** One row of a sweep batch: its primary key, its version, whether it is well-formed. */
+  record SweepRow(String tenant, String policyId, String keyId, long version, boolean wellFormed) {
+    /** The next row of the batch, or null after the last. */
+    static SweepRow next(ResultSet rs) throws SQLException {
+      return rs.next() ? new SweepRow(rs.getString("tenant"), rs.getString("policy_id"), rs.getString("key_id"),
+          rs.getLong("version"), rs.getBoolean("ok")) : null;
+    }
+  }
+
   /** Deletes the rows of a batch whose version is still the one read. */
   Bound sweepDelete() {
     String sql = prefix()
@@ -214,28 +286,6 @@ final class PostgresSql {
 
   private String durability() {
     return relaxed ? ", set_config('synchronous_commit', 'off', true) AS relaxed" : "";
-  }
-
-  /**
-   * The row predicate "this is a state Sluice wrote": known algorithm, state values in [0, 2^53], an
-   * absent state all zeros, unused slots zero, and a pinned configuration that the core's
-   * {@link dev.sluice.Algorithm} records would accept. {@link JdbcRateLimiter#wellFormed} is the
-   * same predicate in Java.
-   */
-  static String wellFormed(String r) {
-    String max = Long.toString(MAX_STATE);
-    String maxExact = Long.toString(1L << 52);
-    return "(" + r + ".alg BETWEEN 1 AND 4"
-        + " AND " + r + ".s0 BETWEEN 0 AND " + max + " AND " + r + ".s1 BETWEEN 0 AND " + max
-        + " AND " + r + ".s2 BETWEEN 0 AND " + max
-        + " AND (" + r + ".s0 <> 0 OR (" + r + ".s1 = 0 AND " + r + ".s2 = 0))"
-        + " AND (" + r + ".alg = " + ALG_SLIDING + " OR " + r + ".s2 = 0)"
-        + " AND (NOT " + r + ".pinned OR CASE " + r + ".alg"
-        + " WHEN 1 THEN " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact
-        + " WHEN 2 THEN " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p1 <= " + maxExact + " / " + r + ".p2"
-        + " WHEN 3 THEN " + r + ".p1 >= 1 AND " + r + ".p2 >= 1 AND " + r + ".p3 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p1 <= " + maxExact + " / " + r + ".p3"
-        + " ELSE " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p3 >= 1 AND " + r + ".p3 <= " + maxExact + " / " + r + ".p2"
-        + " END))";
   }
 
   /** {@code Math.floorDiv(a, b)} for {@code b > 0}. */
@@ -327,6 +377,12 @@ final class PostgresSql {
     return "CASE WHEN " + e + ".s0 = 0 OR " + e + ".s0 < " + e + ".now THEN 0 ELSE (" + e + ".s0 - " + e + ".now) * " + e + ".p1 + " + e + ".s1 END";
   }
 
+  /** Sets the JDBC parameter {@code index} to the value named {@code name}. */
+  @FunctionalInterface
+  interface Values {
+    void set(PreparedStatement ps, int index, String name) throws SQLException;
+  }
+
   /** A statement with {@code {name}} placeholders turned into {@code ?}, and the name of each. */
   static final class Bound {
     final String sql;
@@ -350,6 +406,13 @@ final class PostgresSql {
       }
       this.sql = out.toString();
       this.names = ns.toArray(new String[0]);
+    }
+
+    /** Binds every parameter of this statement in {@code ps} by its name. */
+    void bind(PreparedStatement ps, Values values) throws SQLException {
+      for (int i = 0; i < names.length; i++) {
+        values.set(ps, i + 1, names[i]);
+      }
     }
   }
 }
