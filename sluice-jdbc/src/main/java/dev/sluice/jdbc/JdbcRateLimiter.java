@@ -133,9 +133,18 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
     PostgresCall c = newCall(op, p, key, permits);
     if (ticker != null) {
       c.now = ticker.nowMicros();
-      c.invalidClock = c.now <= 0;
+      c.invalidClock = !plausible(c.now);
     }
     return c;
+  }
+
+  /**
+   * A ticker reading the rows can hold: epoch microseconds in 1..2^52 (the year 2112), the core's
+   * bound of a state word. Anything else is refused with {@link Reason#INVALID_CLOCK} before any
+   * statement, as the Redis backend and the versioned-store engine refuse it.
+   */
+  private static boolean plausible(long now) {
+    return now > 0 && now <= Checks.MAX_EXACT;
   }
 
   /** A call of {@code op} with the current tenant, whose deadline starts now. */
@@ -167,7 +176,7 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
     PostgresCall call = newCall(Op.REFUND, p, ticket.key(), ticket.permits());
     if (ticker != null) {
       call.now = ticker.nowMicros();
-      if (call.now <= 0) {
+      if (!plausible(call.now)) {
         ticket.unspend();
         return runner.reportRefund(p, Refund.FAILED);
       }
@@ -327,7 +336,8 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
 
     /**
      * Takes time from {@code ticker} (epoch microseconds, sent with each statement) instead of the
-     * database server's {@code clock_timestamp()} (the default: one clock for every instance).
+     * database server's {@code clock_timestamp()} (the default: one clock for every instance). A
+     * reading outside 1..2^52 is refused with {@link Reason#INVALID_CLOCK} before any statement.
      */
     public Builder ticker(Ticker ticker) {
       this.ticker = Checks.notNull("ticker", ticker);

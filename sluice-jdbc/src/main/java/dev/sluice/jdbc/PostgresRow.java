@@ -2,17 +2,38 @@ package dev.sluice.jdbc;
 
 import dev.sluice.Algorithm;
 import dev.sluice.Policy;
+import dev.sluice.Reason;
+import dev.sluice.internal.Checks;
 
 /**
  * What a row of the limiter's table holds ({@code schema.sql}): the algorithm as a code and three
  * parameters {@code p1..p3}, whether they are pinned by an override, and the reference model's state
- * {@code s0..s2}; and the rule of a row Sluice wrote.
+ * {@code s0..s2}; and the one rule of a row Sluice wrote, {@link #wellFormed(String)}.
  */
 final class PostgresRow {
   static final int ALG_FIXED = 1, ALG_SLIDING = 2, ALG_BUCKET = 3, ALG_GCRA = 4;
 
-  /** Largest state value a well-formed row holds (2^53); anything above is treated as corrupt. */
-  static final long MAX_STATE = 1L << 53;
+  /**
+   * The rule as SQL over a row {@code $r}, with the core's bounds substituted once: state words are
+   * at most {@link Checks#MAX_EXACT} (2^52, as in the versioned store's state format), windows and
+   * periods at least {@link Checks#MIN_WINDOW_MICROS} and at most 2^52, products at most 2^52 (the
+   * checks of the {@link Algorithm} records).
+   */
+  private static final String WELL_FORMED = """
+      ($r.alg BETWEEN $FIXED AND $GCRA
+       AND $r.s0 BETWEEN 0 AND $MAX AND $r.s1 BETWEEN 0 AND $MAX AND $r.s2 BETWEEN 0 AND $MAX
+       AND ($r.s0 <> 0 OR ($r.s1 = 0 AND $r.s2 = 0))
+       AND ($r.alg = $SLIDING OR $r.s2 = 0)
+       AND (NOT $r.pinned OR CASE $r.alg
+         WHEN $FIXED THEN $r.p1 >= 1 AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX
+         WHEN $SLIDING THEN $r.p1 >= 1 AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX AND $r.p1 <= $MAX / $r.p2
+         WHEN $BUCKET THEN $r.p1 >= 1 AND $r.p2 >= 1 AND $r.p3 BETWEEN $MIN_WINDOW AND $MAX AND $r.p1 <= $MAX / $r.p3
+         ELSE $r.p1 >= 1 AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX AND $r.p3 >= 1 AND $r.p3 <= $MAX / $r.p2
+       END))"""
+      .replace("$FIXED", Integer.toString(ALG_FIXED)).replace("$SLIDING", Integer.toString(ALG_SLIDING))
+      .replace("$BUCKET", Integer.toString(ALG_BUCKET)).replace("$GCRA", Integer.toString(ALG_GCRA))
+      .replace("$MIN_WINDOW", Long.toString(Checks.MIN_WINDOW_MICROS)).replace("$MAX", Long.toString(Checks.MAX_EXACT))
+      .replace("\n", " ");
 
   private PostgresRow() {}
 
@@ -57,53 +78,28 @@ final class PostgresRow {
     };
   }
 
-  /** {@code p} itself when a pinned row's configuration is its algorithm, else that configuration under p's name. */
+  /**
+   * {@code p} itself when a pinned row's configuration is its algorithm, else that configuration under
+   * p's name. A configuration the core refuses is a corrupt row (the rule below keeps it from getting here).
+   */
   static Policy pinnedPolicy(Policy p, int alg, long p1, long p2, long p3) {
-    Algorithm a = algorithm(alg, p1, p2, p3);
+    Algorithm a;
+    try {
+      a = algorithm(alg, p1, p2, p3);
+    } catch (IllegalArgumentException e) {
+      throw new StoreFailure(Reason.CORRUPT_STATE, e);
+    }
     return a.equals(p.algorithm()) ? p : new Policy(p.name(), a);
   }
 
   /**
-   * The row predicate "this is a state Sluice wrote": known algorithm, state values in [0, 2^53], an
-   * absent state all zeros, unused slots zero, and a pinned configuration that the core's
-   * {@link dev.sluice.Algorithm} records would accept. {@link #wellFormed(int, boolean, long, long, long,
-   * long, long, long)} is the same predicate in Java.
+   * The one rule of a row Sluice wrote, as a SQL predicate over the row alias {@code r}: a known
+   * algorithm; state words in [0, 2^52]; an absent state all zeros; the third word used only by the
+   * sliding window; and a pinned configuration that the core's {@link Algorithm} records accept. The
+   * statements apply it to the row they lock and return its verdict on the row their snapshot saw
+   * ({@code cur_ok}); the sweep reads it for each expired row. Java has no copy of it.
    */
   static String wellFormed(String r) {
-    String max = Long.toString(MAX_STATE);
-    String maxExact = Long.toString(1L << 52);
-    return "(" + r + ".alg BETWEEN 1 AND 4"
-        + " AND " + r + ".s0 BETWEEN 0 AND " + max + " AND " + r + ".s1 BETWEEN 0 AND " + max
-        + " AND " + r + ".s2 BETWEEN 0 AND " + max
-        + " AND (" + r + ".s0 <> 0 OR (" + r + ".s1 = 0 AND " + r + ".s2 = 0))"
-        + " AND (" + r + ".alg = " + ALG_SLIDING + " OR " + r + ".s2 = 0)"
-        + " AND (NOT " + r + ".pinned OR CASE " + r + ".alg"
-        + " WHEN 1 THEN " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact
-        + " WHEN 2 THEN " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p1 <= " + maxExact + " / " + r + ".p2"
-        + " WHEN 3 THEN " + r + ".p1 >= 1 AND " + r + ".p2 >= 1 AND " + r + ".p3 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p1 <= " + maxExact + " / " + r + ".p3"
-        + " ELSE " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p3 >= 1 AND " + r + ".p3 <= " + maxExact + " / " + r + ".p2"
-        + " END))";
-  }
-
-  /** The same predicate as {@link #wellFormed(String)}, over a row read by a statement. */
-  static boolean wellFormed(int alg, boolean pinned, long p1, long p2, long p3, long s0, long s1, long s2) {
-    long max = MAX_STATE;
-    if (alg < 1 || alg > 4 || s0 < 0 || s1 < 0 || s2 < 0 || s0 > max || s1 > max || s2 > max) {
-      return false;
-    }
-    if (s0 == 0 && (s1 != 0 || s2 != 0)) {
-      return false;
-    }
-    if (alg != ALG_SLIDING && s2 != 0) {
-      return false;
-    }
-    if (pinned) {
-      try {
-        algorithm(alg, p1, p2, p3);
-      } catch (IllegalArgumentException e) {
-        return false;
-      }
-    }
-    return true;
+    return WELL_FORMED.replace("$r.", r + ".");
   }
 }

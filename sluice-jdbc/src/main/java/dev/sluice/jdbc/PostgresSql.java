@@ -141,10 +141,13 @@ final class PostgresSql {
     }
   }
 
-  /** A row ({@code cur}) as of a statement's snapshot, as the acquire and peek statements return it. */
-  record Snapshot(int alg, boolean pinned, long p1, long p2, long p3, long s0, long s1, long s2) {
+  /**
+   * A row ({@code cur}) as of a statement's snapshot, as the acquire and peek statements return it,
+   * with the verdict of {@link PostgresRow#wellFormed(String)} on it.
+   */
+  record Snapshot(int alg, boolean pinned, long p1, long p2, long p3, long s0, long s1, long s2, boolean wellFormed) {
     static final String COLUMNS = "cur.alg AS cur_alg, cur.pinned AS cur_pinned, cur.p1 AS cur_p1, cur.p2 AS cur_p2,"
-        + " cur.p3 AS cur_p3, cur.s0 AS cur_s0, cur.s1 AS cur_s1, cur.s2 AS cur_s2";
+        + " cur.p3 AS cur_p3, cur.s0 AS cur_s0, cur.s1 AS cur_s1, cur.s2 AS cur_s2, " + PostgresRow.wellFormed("cur") + " AS cur_ok";
 
     /** The row, or null when the key has none. */
     static Snapshot read(ResultSet rs) throws SQLException {
@@ -153,11 +156,7 @@ final class PostgresSql {
         return null;
       }
       return new Snapshot(alg, rs.getBoolean("cur_pinned"), rs.getLong("cur_p1"), rs.getLong("cur_p2"), rs.getLong("cur_p3"),
-          rs.getLong("cur_s0"), rs.getLong("cur_s1"), rs.getLong("cur_s2"));
-    }
-
-    boolean wellFormed() {
-      return PostgresRow.wellFormed(alg, pinned, p1, p2, p3, s0, s1, s2);
+          rs.getLong("cur_s0"), rs.getLong("cur_s1"), rs.getLong("cur_s2"), rs.getBoolean("cur_ok"));
     }
 
     long[] state() {
