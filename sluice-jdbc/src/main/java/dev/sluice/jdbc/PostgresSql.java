@@ -11,6 +11,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntFunction;
 
 /**
  * The SQL of the PostgreSQL backend: one statement per decision, generated once per limiter and
@@ -68,20 +69,9 @@ final class PostgresSql {
   Bound acquire(int alg) {
     String insertL1 = "SELECT c.now AS now, {n} AS n, {p1} AS p1, {p2} AS p2, {p3} AS p3,"
         + " 0::bigint AS s0, 0::bigint AS s1, 0::bigint AS s2";
-    String updateL1 = "SELECT EXCLUDED.updated_at AS now, {n} AS n,"
-        + " CASE WHEN r.pinned THEN r.p1 ELSE EXCLUDED.p1 END AS p1,"
-        + " CASE WHEN r.pinned THEN r.p2 ELSE EXCLUDED.p2 END AS p2,"
-        + " CASE WHEN r.pinned THEN r.p3 ELSE EXCLUDED.p3 END AS p3,"
-        + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s0 ELSE 0 END AS s0,"
-        + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s1 ELSE 0 END AS s1,"
-        + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s2 ELSE 0 END AS s2";
-    String snapshotL1 = "SELECT c.now AS now, {n} AS n,"
-        + " CASE WHEN cur.pinned THEN cur.p1 ELSE {p1} END AS p1,"
-        + " CASE WHEN cur.pinned THEN cur.p2 ELSE {p2} END AS p2,"
-        + " CASE WHEN cur.pinned THEN cur.p3 ELSE {p3} END AS p3,"
-        + " CASE WHEN cur.alg = {alg} THEN cur.s0 ELSE 0 END AS s0,"
-        + " CASE WHEN cur.alg = {alg} THEN cur.s1 ELSE 0 END AS s1,"
-        + " CASE WHEN cur.alg = {alg} THEN cur.s2 ELSE 0 END AS s2";
+    String updateL1 = "SELECT EXCLUDED.updated_at AS now, {n} AS n," + configuration("r", i -> "EXCLUDED.p" + i) + ","
+        + stateOf("r", "EXCLUDED.alg");
+    String snapshotL1 = "SELECT c.now AS now, {n} AS n," + configuration("cur", i -> "{p" + i + "}") + "," + stateOf("cur", "{alg}");
     String update = step(alg, updateL1);
     // The snapshot pre-check: when the statement's snapshot already refuses, the INSERT gets no row
     // at all, so ON CONFLICT never locks the existing row (a lock is a write: an xid, WAL, a dirty
@@ -166,11 +156,8 @@ final class PostgresSql {
 
   /** Gives permits back as {@code ReferenceModel.refund}; returns a row only when it applied. */
   Bound refund(int alg) {
-    String l1 = "SELECT c.now AS now, {n} AS n, {stamp} AS stamp,"
-        + " CASE WHEN r.pinned THEN r.p1 ELSE {p1} END AS p1,"
-        + " CASE WHEN r.pinned THEN r.p2 ELSE {p2} END AS p2,"
-        + " CASE WHEN r.pinned THEN r.p3 ELSE {p3} END AS p3,"
-        + " r.s0 AS s0, r.s1 AS s1, r.s2 AS s2";
+    String l1 = "SELECT c.now AS now, {n} AS n, {stamp} AS stamp," + configuration("r", i -> "{p" + i + "}")
+        + ", r.s0 AS s0, r.s1 AS s1, r.s2 AS s2";
     String st = refundStep(alg, l1);
     String sql = prefix()
         + "WITH c AS (SELECT " + now() + " AS now" + durability() + ")\n"
@@ -277,6 +264,29 @@ final class PostgresSql {
 
   private String pk(String alias) {
     return alias + "tenant = " + tenant() + " AND " + alias + "policy_id = {pid} AND " + alias + "key_id = {kid}";
+  }
+
+  /**
+   * The configuration the model runs with on row {@code r}: its p1..p3 when it is pinned, else the
+   * caller's, {@code given.apply(i)} (the parameters {@code {p1}}.., or {@code EXCLUDED.p1}.. in ON CONFLICT).
+   */
+  private static String configuration(String r, IntFunction<String> given) {
+    StringBuilder b = new StringBuilder();
+    for (int i = 1; i <= 3; i++) {
+      b.append(i > 1 ? "," : "").append(" CASE WHEN ").append(r).append(".pinned THEN ").append(r).append(".p").append(i)
+          .append(" ELSE ").append(given.apply(i)).append(" END AS p").append(i);
+    }
+    return b.toString();
+  }
+
+  /** Row {@code r}'s state s0..s2 when it is of algorithm {@code alg}; zeros (no state) otherwise. */
+  private static String stateOf(String r, String alg) {
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < 3; i++) {
+      b.append(i > 0 ? "," : "").append(" CASE WHEN ").append(r).append(".alg = ").append(alg).append(" THEN ").append(r)
+          .append(".s").append(i).append(" ELSE 0 END AS s").append(i);
+    }
+    return b.toString();
   }
 
   private String now() {
