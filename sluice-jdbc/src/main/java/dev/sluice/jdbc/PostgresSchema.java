@@ -1,6 +1,7 @@
 package dev.sluice.jdbc;
 
 import dev.sluice.internal.Checks;
+import dev.sluice.jdbc.internal.TableNames;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -9,16 +10,14 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
 /**
  * The limiter's table: its DDL ({@code schema.sql}, and {@code schema-tenant.sql} for tenant mode,
  * resources of this package written for {@value JdbcRateLimiter#DEFAULT_TABLE}), applying it, reading
- * its version back, and the rule for a table name.
+ * its version back.
  */
 final class PostgresSchema {
-  private static final Pattern TABLE = Pattern.compile("([A-Za-z_][A-Za-z0-9_]{0,62}\\.)?[A-Za-z_][A-Za-z0-9_]{0,62}");
   private static final String COMMENT = "sluice schema ";
 
   private PostgresSchema() {}
@@ -69,7 +68,7 @@ final class PostgresSchema {
   }
 
   static void checkTable(String table) {
-    if (table == null || !TABLE.matcher(table).matches()) {
+    if (!TableNames.isPlain(table)) {
       throw new IllegalArgumentException("table " + (table == null ? "null" : Checks.quote(table))
           + " is not a plain SQL identifier; use letters, digits and '_' (optionally schema.table), at most 63 each");
     }

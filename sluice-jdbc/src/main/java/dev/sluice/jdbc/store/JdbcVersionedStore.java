@@ -2,6 +2,7 @@ package dev.sluice.jdbc.store;
 
 import dev.sluice.Reason;
 import dev.sluice.jdbc.internal.SqlFailure;
+import dev.sluice.jdbc.internal.TableNames;
 import dev.sluice.spi.StoreException;
 import dev.sluice.spi.StoreTimeoutException;
 import dev.sluice.spi.StoredRecord;
@@ -20,7 +21,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.Executor;
-import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
 /**
@@ -87,7 +87,6 @@ public final class JdbcVersionedStore implements VersionedStore {
   /** The default table name. */
   public static final String DEFAULT_TABLE = "sluice_store";
 
-  private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
   /** Runs the driver's timeout callback in place; only MariaDB's driver insists on having one. */
   private static final Executor DIRECT = Runnable::run;
 
@@ -336,7 +335,7 @@ public final class JdbcVersionedStore implements VersionedStore {
   }
 
   private static String checkTable(String table) {
-    if (table == null || !TABLE.matcher(table).matches()) {
+    if (!TableNames.isPlain(table)) {
       throw new IllegalArgumentException("table name " + (table == null ? "null" : "\"" + table + "\"")
           + " is not a plain SQL identifier; use letters, digits and '_' (optionally schema.table), at most 63 each");
     }
