@@ -169,7 +169,7 @@ public final class JdbcVersionedStore implements VersionedStore {
         ps.setString(1, partition);
         ps.setString(2, id);
         try (ResultSet rs = ps.executeQuery()) {
-          return rs.next() ? new StoredRecord(id, rs.getString(3), rs.getLong(1), rs.getLong(2)) : null;
+          return rs.next() ? Sql.record(rs) : null;
         }
       }
     });
@@ -225,7 +225,7 @@ public final class JdbcVersionedStore implements VersionedStore {
         List<StoredRecord> page = new ArrayList<>(Math.min(limit, 256));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next() && page.size() < limit) {
-            page.add(new StoredRecord(rs.getString(1), rs.getString(4), rs.getLong(2), rs.getLong(3)));
+            page.add(Sql.record(rs));
           }
         }
         return page;
@@ -348,6 +348,9 @@ public final class JdbcVersionedStore implements VersionedStore {
 
   /** The statements of one dialect and table, built once. */
   private static final class Sql {
+    /** What read and list select, and {@link #record} reads. */
+    static final String COLUMNS = "record_id, version, expires_at, state";
+
     final Dialect dialect;
     final String read;
     final String insert;
@@ -358,7 +361,8 @@ public final class JdbcVersionedStore implements VersionedStore {
 
     Sql(Dialect d, String t) {
       dialect = d;
-      read = "SELECT version, expires_at, state FROM " + t + " WHERE partition_id = ? AND record_id = ?";
+      String select = "SELECT " + COLUMNS + " FROM " + t + " WHERE partition_id = ?";
+      read = select + " AND record_id = ?";
       String columns = " (partition_id, record_id, version, expires_at, state) VALUES (?, ?, ?, ?, ?)";
       insert = switch (d) {
         case POSTGRESQL -> "INSERT INTO " + t + columns + " ON CONFLICT (partition_id, record_id) DO NOTHING";
@@ -368,11 +372,15 @@ public final class JdbcVersionedStore implements VersionedStore {
       };
       update = "UPDATE " + t + " SET version = ?, expires_at = ?, state = ?"
           + " WHERE partition_id = ? AND record_id = ? AND version = ?";
-      String select = "SELECT record_id, version, expires_at, state FROM " + t + " WHERE partition_id = ?";
       String limit = d == Dialect.GENERIC ? "" : " LIMIT ?";
       listFirst = select + " ORDER BY record_id" + limit;
       listAfter = select + " AND record_id > ? ORDER BY record_id" + limit;
       delete = "DELETE FROM " + t + " WHERE partition_id = ? AND record_id = ? AND version = ?";
+    }
+
+    /** The record at the result's current row of read or list. */
+    static StoredRecord record(ResultSet rs) throws SQLException {
+      return new StoredRecord(rs.getString("record_id"), rs.getString("state"), rs.getLong("version"), rs.getLong("expires_at"));
     }
   }
 
