@@ -1,7 +1,17 @@
 package dev.sluice.jdbc;
 
+import static dev.sluice.jdbc.PostgresRow.ALG_BUCKET;
+import static dev.sluice.jdbc.PostgresRow.ALG_FIXED;
+import static dev.sluice.jdbc.PostgresRow.ALG_GCRA;
+import static dev.sluice.jdbc.PostgresRow.ALG_SLIDING;
+import static dev.sluice.jdbc.PostgresRow.wellFormed;
+
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntFunction;
 
 /**
  * The SQL of the PostgreSQL backend: one statement per decision, generated once per limiter and
@@ -33,14 +43,10 @@ import java.util.List;
  * (1) allowed but (2) refused (a concurrent writer committed in between), the snapshot is stale
  * and the caller asks once more.
  *
- * <p>Placeholders {@code {name}} become JDBC {@code ?} parameters bound by name ({@link Bound}).
+ * <p>Placeholders {@code {name}} become JDBC {@code ?} parameters bound by name ({@link Bound}). Each
+ * statement that returns rows is followed here by the record that reads them, by column label.
  */
 final class PostgresSql {
-  static final int ALG_FIXED = 1, ALG_SLIDING = 2, ALG_BUCKET = 3, ALG_GCRA = 4;
-
-  /** Largest state value a well-formed row holds (2^53); anything above is treated as corrupt. */
-  static final long MAX_STATE = 1L << 53;
-
   private static final String SERVER_NOW = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
   private static final String ROW_COLS = "alg, pinned, p1, p2, p3, s0, s1, s2";
 
@@ -63,20 +69,9 @@ final class PostgresSql {
   Bound acquire(int alg) {
     String insertL1 = "SELECT c.now AS now, {n} AS n, {p1} AS p1, {p2} AS p2, {p3} AS p3,"
         + " 0::bigint AS s0, 0::bigint AS s1, 0::bigint AS s2";
-    String updateL1 = "SELECT EXCLUDED.updated_at AS now, {n} AS n,"
-        + " CASE WHEN r.pinned THEN r.p1 ELSE EXCLUDED.p1 END AS p1,"
-        + " CASE WHEN r.pinned THEN r.p2 ELSE EXCLUDED.p2 END AS p2,"
-        + " CASE WHEN r.pinned THEN r.p3 ELSE EXCLUDED.p3 END AS p3,"
-        + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s0 ELSE 0 END AS s0,"
-        + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s1 ELSE 0 END AS s1,"
-        + " CASE WHEN r.alg = EXCLUDED.alg THEN r.s2 ELSE 0 END AS s2";
-    String snapshotL1 = "SELECT c.now AS now, {n} AS n,"
-        + " CASE WHEN cur.pinned THEN cur.p1 ELSE {p1} END AS p1,"
-        + " CASE WHEN cur.pinned THEN cur.p2 ELSE {p2} END AS p2,"
-        + " CASE WHEN cur.pinned THEN cur.p3 ELSE {p3} END AS p3,"
-        + " CASE WHEN cur.alg = {alg} THEN cur.s0 ELSE 0 END AS s0,"
-        + " CASE WHEN cur.alg = {alg} THEN cur.s1 ELSE 0 END AS s1,"
-        + " CASE WHEN cur.alg = {alg} THEN cur.s2 ELSE 0 END AS s2";
+    String updateL1 = "SELECT EXCLUDED.updated_at AS now, {n} AS n," + configuration("r", i -> "EXCLUDED.p" + i) + ","
+        + stateOf("r", "EXCLUDED.alg");
+    String snapshotL1 = "SELECT c.now AS now, {n} AS n," + configuration("cur", i -> "{p" + i + "}") + "," + stateOf("cur", "{alg}");
     String update = step(alg, updateL1);
     // The snapshot pre-check: when the statement's snapshot already refuses, the INSERT gets no row
     // at all, so ON CONFLICT never locks the existing row (a lock is a write: an xid, WAL, a dirty
@@ -95,25 +90,74 @@ final class PostgresSql {
         + "  WHERE (NOT r.pinned OR r.alg = EXCLUDED.alg) AND " + wellFormed("r") + "\n"
         + "    AND (SELECT y.ok FROM (" + update + ") y)\n"
         + "  RETURNING r.s0, r.s1, r.s2, r.p1, r.p2, r.p3, r.pinned)\n"
-        + "SELECT c.now, up.s0, up.s1, up.s2, up.p1, up.p2, up.p3, up.pinned, cur.* FROM c LEFT JOIN up ON true LEFT JOIN cur ON true";
+        + "SELECT c.now AS now, up.s0 AS up_s0, up.s1 AS up_s1, up.s2 AS up_s2, up.p1 AS up_p1, up.p2 AS up_p2,"
+        + " up.p3 AS up_p3, up.pinned AS up_pinned, " + Snapshot.COLUMNS + " FROM c LEFT JOIN up ON true LEFT JOIN cur ON true";
     return new Bound(sql);
   }
+
+  /**
+   * The acquire statement's one row: the time, the state it wrote ({@code written}, null when it
+   * wrote nothing: a refusal, a malformed row, or a row pinned to another algorithm) and the row as
+   * the statement's snapshot saw it.
+   */
+  record AcquireRow(long now, Written written, Snapshot cur) {
+    static AcquireRow read(ResultSet rs) throws SQLException {
+      rs.next();
+      long now = rs.getLong("now");
+      boolean pinned = rs.getBoolean("up_pinned");
+      Written w = rs.wasNull() ? null : new Written(rs.getLong("up_s0"), rs.getLong("up_s1"), rs.getLong("up_s2"),
+          rs.getLong("up_p1"), rs.getLong("up_p2"), rs.getLong("up_p3"), pinned);
+      return new AcquireRow(now, w, Snapshot.read(rs));
+    }
+  }
+
+  /** The state and configuration an allowed acquire wrote. */
+  record Written(long s0, long s1, long s2, long p1, long p2, long p3, boolean pinned) {}
 
   /** The row as of the statement's snapshot, and the time: no write, no lock. */
   Bound peek() {
     String sql = prefix()
         + "WITH c AS (SELECT " + now() + " AS now)\n"
-        + "SELECT c.now, cur.* FROM c LEFT JOIN (SELECT " + ROW_COLS + " FROM " + table + " WHERE " + pk("") + ") cur ON true";
+        + "SELECT c.now AS now, " + Snapshot.COLUMNS + " FROM c"
+        + " LEFT JOIN (SELECT " + ROW_COLS + " FROM " + table + " WHERE " + pk("") + ") cur ON true";
     return new Bound(sql);
+  }
+
+  /** The peek statement's one row: the time and the row. */
+  record PeekRow(long now, Snapshot cur) {
+    static PeekRow read(ResultSet rs) throws SQLException {
+      rs.next();
+      return new PeekRow(rs.getLong("now"), Snapshot.read(rs));
+    }
+  }
+
+  /**
+   * A row ({@code cur}) as of a statement's snapshot, as the acquire and peek statements return it,
+   * with the verdict of {@link PostgresRow#wellFormed(String)} on it.
+   */
+  record Snapshot(int alg, boolean pinned, long p1, long p2, long p3, long s0, long s1, long s2, boolean wellFormed) {
+    static final String COLUMNS = "cur.alg AS cur_alg, cur.pinned AS cur_pinned, cur.p1 AS cur_p1, cur.p2 AS cur_p2,"
+        + " cur.p3 AS cur_p3, cur.s0 AS cur_s0, cur.s1 AS cur_s1, cur.s2 AS cur_s2, " + PostgresRow.wellFormed("cur") + " AS cur_ok";
+
+    /** The row, or null when the key has none. */
+    static Snapshot read(ResultSet rs) throws SQLException {
+      int alg = rs.getShort("cur_alg");
+      if (rs.wasNull()) {
+        return null;
+      }
+      return new Snapshot(alg, rs.getBoolean("cur_pinned"), rs.getLong("cur_p1"), rs.getLong("cur_p2"), rs.getLong("cur_p3"),
+          rs.getLong("cur_s0"), rs.getLong("cur_s1"), rs.getLong("cur_s2"), rs.getBoolean("cur_ok"));
+    }
+
+    long[] state() {
+      return new long[] {s0, s1, s2};
+    }
   }
 
   /** Gives permits back as {@code ReferenceModel.refund}; returns a row only when it applied. */
   Bound refund(int alg) {
-    String l1 = "SELECT c.now AS now, {n} AS n, {stamp} AS stamp,"
-        + " CASE WHEN r.pinned THEN r.p1 ELSE {p1} END AS p1,"
-        + " CASE WHEN r.pinned THEN r.p2 ELSE {p2} END AS p2,"
-        + " CASE WHEN r.pinned THEN r.p3 ELSE {p3} END AS p3,"
-        + " r.s0 AS s0, r.s1 AS s1, r.s2 AS s2";
+    String l1 = "SELECT c.now AS now, {n} AS n, {stamp} AS stamp," + configuration("r", i -> "{p" + i + "}")
+        + ", r.s0 AS s0, r.s1 AS s1, r.s2 AS s2";
     String st = refundStep(alg, l1);
     String sql = prefix()
         + "WITH c AS (SELECT " + now() + " AS now" + durability() + ")\n"
@@ -123,6 +167,11 @@ final class PostgresSql {
         + "  AND (SELECT y.ok FROM (" + st + ") y)\n"
         + "RETURNING r.version";
     return new Bound(sql);
+  }
+
+  /** Whether the refund statement applied: it returns a row only then. */
+  static boolean refundApplied(ResultSet rs) throws SQLException {
+    return rs.next();
   }
 
   /** Forgets a key: deletes its row, or for an overridden (pinned) row clears the state but keeps the override. */
@@ -181,6 +230,15 @@ final class PostgresSql {
     return new Bound(sql);
   }
 
+  /** One row of a sweep batch: its primary key, its version, whether it is well-formed. */
+  record SweepRow(String tenant, String policyId, String keyId, long version, boolean wellFormed) {
+    /** The next row of the batch, or null after the last. */
+    static SweepRow next(ResultSet rs) throws SQLException {
+      return rs.next() ? new SweepRow(rs.getString("tenant"), rs.getString("policy_id"), rs.getString("key_id"),
+          rs.getLong("version"), rs.getBoolean("ok")) : null;
+    }
+  }
+
   /** Deletes the rows of a batch whose version is still the one read. */
   Bound sweepDelete() {
     String sql = prefix()
@@ -208,34 +266,35 @@ final class PostgresSql {
     return alias + "tenant = " + tenant() + " AND " + alias + "policy_id = {pid} AND " + alias + "key_id = {kid}";
   }
 
+  /**
+   * The configuration the model runs with on row {@code r}: its p1..p3 when it is pinned, else the
+   * caller's, {@code given.apply(i)} (the parameters {@code {p1}}.., or {@code EXCLUDED.p1}.. in ON CONFLICT).
+   */
+  private static String configuration(String r, IntFunction<String> given) {
+    StringBuilder b = new StringBuilder();
+    for (int i = 1; i <= 3; i++) {
+      b.append(i > 1 ? "," : "").append(" CASE WHEN ").append(r).append(".pinned THEN ").append(r).append(".p").append(i)
+          .append(" ELSE ").append(given.apply(i)).append(" END AS p").append(i);
+    }
+    return b.toString();
+  }
+
+  /** Row {@code r}'s state s0..s2 when it is of algorithm {@code alg}; zeros (no state) otherwise. */
+  private static String stateOf(String r, String alg) {
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < 3; i++) {
+      b.append(i > 0 ? "," : "").append(" CASE WHEN ").append(r).append(".alg = ").append(alg).append(" THEN ").append(r)
+          .append(".s").append(i).append(" ELSE 0 END AS s").append(i);
+    }
+    return b.toString();
+  }
+
   private String now() {
     return tickerTime ? "{now}::bigint" : SERVER_NOW;
   }
 
   private String durability() {
     return relaxed ? ", set_config('synchronous_commit', 'off', true) AS relaxed" : "";
-  }
-
-  /**
-   * The row predicate "this is a state Sluice wrote": known algorithm, state values in [0, 2^53], an
-   * absent state all zeros, unused slots zero, and a pinned configuration that the core's
-   * {@link dev.sluice.Algorithm} records would accept. {@link JdbcRateLimiter#wellFormed} is the
-   * same predicate in Java.
-   */
-  static String wellFormed(String r) {
-    String max = Long.toString(MAX_STATE);
-    String maxExact = Long.toString(1L << 52);
-    return "(" + r + ".alg BETWEEN 1 AND 4"
-        + " AND " + r + ".s0 BETWEEN 0 AND " + max + " AND " + r + ".s1 BETWEEN 0 AND " + max
-        + " AND " + r + ".s2 BETWEEN 0 AND " + max
-        + " AND (" + r + ".s0 <> 0 OR (" + r + ".s1 = 0 AND " + r + ".s2 = 0))"
-        + " AND (" + r + ".alg = " + ALG_SLIDING + " OR " + r + ".s2 = 0)"
-        + " AND (NOT " + r + ".pinned OR CASE " + r + ".alg"
-        + " WHEN 1 THEN " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact
-        + " WHEN 2 THEN " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p1 <= " + maxExact + " / " + r + ".p2"
-        + " WHEN 3 THEN " + r + ".p1 >= 1 AND " + r + ".p2 >= 1 AND " + r + ".p3 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p1 <= " + maxExact + " / " + r + ".p3"
-        + " ELSE " + r + ".p1 >= 1 AND " + r + ".p2 BETWEEN 1000 AND " + maxExact + " AND " + r + ".p3 >= 1 AND " + r + ".p3 <= " + maxExact + " / " + r + ".p2"
-        + " END))";
   }
 
   /** {@code Math.floorDiv(a, b)} for {@code b > 0}. */
@@ -327,6 +386,12 @@ final class PostgresSql {
     return "CASE WHEN " + e + ".s0 = 0 OR " + e + ".s0 < " + e + ".now THEN 0 ELSE (" + e + ".s0 - " + e + ".now) * " + e + ".p1 + " + e + ".s1 END";
   }
 
+  /** Sets the JDBC parameter {@code index} to the value named {@code name}. */
+  @FunctionalInterface
+  interface Values {
+    void set(PreparedStatement ps, int index, String name) throws SQLException;
+  }
+
   /** A statement with {@code {name}} placeholders turned into {@code ?}, and the name of each. */
   static final class Bound {
     final String sql;
@@ -350,6 +415,13 @@ final class PostgresSql {
       }
       this.sql = out.toString();
       this.names = ns.toArray(new String[0]);
+    }
+
+    /** Binds every parameter of this statement in {@code ps} by its name. */
+    void bind(PreparedStatement ps, Values values) throws SQLException {
+      for (int i = 0; i < names.length; i++) {
+        values.set(ps, i + 1, names[i]);
+      }
     }
   }
 }

@@ -2,7 +2,6 @@ package dev.sluice.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.sluice.Decision;
 import dev.sluice.ManualTicker;
 import dev.sluice.Policy;
@@ -19,8 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -30,22 +28,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * clock jumps across windows, a clock behind the state, refunds after the window rolled, resets.
  */
 class PostgresModelTest {
-  static HikariDataSource ds;
-  static String table;
-
-  @BeforeAll static void setUp() throws Exception {
-    PostgresTestSupport.requireServer();
-    ds = PostgresTestSupport.pool(PostgresTestSupport.URL, 4);
-    table = PostgresTestSupport.tableName();
-    JdbcRateLimiter.builder(Policy.fixedWindow("x", 1, Duration.ofSeconds(1)), ds).table(table).build().applySchema();
-  }
-
-  @AfterAll static void tearDown() {
-    if (ds != null) {
-      PostgresTestSupport.drop(PostgresTestSupport.URL, table);
-      ds.close();
-    }
-  }
+  @RegisterExtension static final PostgresTable db = new PostgresTable(4);
 
   static Stream<Policy> policies() {
     return Stream.of(
@@ -68,7 +51,7 @@ class PostgresModelTest {
         : policy.algorithm() instanceof dev.sluice.Algorithm.Gcra g ? g.periodMicros()
         : policy.algorithm() instanceof dev.sluice.Algorithm.FixedWindow fw ? fw.windowMicros()
         : ((dev.sluice.Algorithm.SlidingWindow) policy.algorithm()).windowMicros();
-    try (JdbcRateLimiter limiter = JdbcRateLimiter.builder(policy, ds).table(table).ticker(ticker)
+    try (JdbcRateLimiter limiter = JdbcRateLimiter.builder(policy, db.ds()).table(db.table()).ticker(ticker)
         .timeout(Duration.ofSeconds(5)).build()) {
       Map<String, long[]> model = new HashMap<>();
       List<Ticket> tickets = new ArrayList<>();

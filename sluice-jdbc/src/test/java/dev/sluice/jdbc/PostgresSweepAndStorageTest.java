@@ -2,7 +2,6 @@ package dev.sluice.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
 import dev.sluice.ManualTicker;
@@ -19,43 +18,31 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Sweep, malformed rows, per-account overrides and what the table stores, on the shared server. */
 class PostgresSweepAndStorageTest {
-  static HikariDataSource ds;
-  static String table;
+  @RegisterExtension static final PostgresTable db = new PostgresTable(4);
   static final List<String> owned = new java.util.concurrent.CopyOnWriteArrayList<>();
 
-  @BeforeAll static void setUp() throws Exception {
-    PostgresTestSupport.requireServer();
-    ds = PostgresTestSupport.pool(PostgresTestSupport.URL, 4);
-    table = PostgresTestSupport.tableName();
-    JdbcRateLimiter.builder(Policy.fixedWindow("schema", 1, Duration.ofSeconds(1)), ds).table(table).build().applySchema();
-  }
-
-  @AfterAll static void tearDown() {
-    if (ds != null) {
-      PostgresTestSupport.drop(PostgresTestSupport.URL, table);
-      owned.forEach(t -> PostgresTestSupport.drop(PostgresTestSupport.URL, t));
-      ds.close();
-    }
+  @AfterAll static void dropOwnTables() {
+    owned.forEach(t -> PostgresTestSupport.drop(PostgresTestSupport.URL, t));
   }
 
   private static JdbcRateLimiter limiter(Policy p, Ticker t) {
-    return limiter(p, t, table);
+    return limiter(p, t, db.table());
   }
 
   private static JdbcRateLimiter limiter(Policy p, Ticker t, String table) {
-    return JdbcRateLimiter.builder(p, ds).table(table).ticker(t).timeout(Duration.ofSeconds(10)).build();
+    return JdbcRateLimiter.builder(p, db.ds()).table(table).ticker(t).timeout(Duration.ofSeconds(10)).build();
   }
 
   /** Sweeps see the whole table: each sweep test gets a table of its own. */
   private static String ownTable() throws SQLException {
     String own = PostgresTestSupport.tableName();
     owned.add(own);
-    JdbcRateLimiter.builder(Policy.fixedWindow("schema", 1, Duration.ofSeconds(1)), ds).table(own).build().applySchema();
+    JdbcRateLimiter.builder(Policy.fixedWindow("schema", 1, Duration.ofSeconds(1)), db.ds()).table(own).build().applySchema();
     return own;
   }
 
@@ -65,7 +52,7 @@ class PostgresSweepAndStorageTest {
     Policy p = Policy.fixedWindow(PostgresTestSupport.name("sweep"), 5, Duration.ofSeconds(1));
     String own = ownTable();
     try (JdbcRateLimiter l = limiter(p, t, own);
-         JdbcRateLimiter open = JdbcRateLimiter.builder(p, ds).table(own).ticker(t)
+         JdbcRateLimiter open = JdbcRateLimiter.builder(p, db.ds()).table(own).ticker(t)
              .failureMode(FailureMode.open((pol, r, e) -> { })).build()) {
       for (String k : List.of("a", "b", "c", "bad")) {
         assertThat(l.tryAcquire(k).allowed()).isTrue();
@@ -124,17 +111,17 @@ class PostgresSweepAndStorageTest {
 
   @Test
   void theSchemaCarriesItsVersionAFillfactorAndOnlyThePrimaryKeyIndex() throws Exception {
-    JdbcRateLimiter l = JdbcRateLimiter.builder(Policy.fixedWindow("v", 1, Duration.ofSeconds(1)), ds).table(table).build();
+    JdbcRateLimiter l = JdbcRateLimiter.builder(Policy.fixedWindow("v", 1, Duration.ofSeconds(1)), db.ds()).table(db.table()).build();
     assertThat(l.schemaVersion()).isEqualTo(JdbcRateLimiter.SCHEMA_VERSION).isEqualTo(1);
     l.applySchema(); // idempotent
-    assertThat(JdbcRateLimiter.builder(Policy.fixedWindow("v", 1, Duration.ofSeconds(1)), ds).table(table + "_absent").build()
+    assertThat(JdbcRateLimiter.builder(Policy.fixedWindow("v", 1, Duration.ofSeconds(1)), db.ds()).table(db.table() + "_absent").build()
         .schemaVersion()).isZero();
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
-      try (ResultSet rs = s.executeQuery("SELECT reloptions::text FROM pg_class WHERE oid = to_regclass('" + table + "')")) {
+    try (Connection c = db.ds().getConnection(); Statement s = c.createStatement()) {
+      try (ResultSet rs = s.executeQuery("SELECT reloptions::text FROM pg_class WHERE oid = to_regclass('" + db.table() + "')")) {
         rs.next();
         assertThat(rs.getString(1)).isEqualTo("{fillfactor=70}");
       }
-      try (ResultSet rs = s.executeQuery("SELECT count(*), bool_and(indisprimary) FROM pg_index WHERE indrelid = to_regclass('" + table + "')")) {
+      try (ResultSet rs = s.executeQuery("SELECT count(*), bool_and(indisprimary) FROM pg_index WHERE indrelid = to_regclass('" + db.table() + "')")) {
         rs.next();
         assertThat(rs.getLong(1)).isEqualTo(1);
         assertThat(rs.getBoolean(2)).isTrue();
@@ -147,14 +134,14 @@ class PostgresSweepAndStorageTest {
     String policyName = PostgresTestSupport.name("raw-policy-name");
     String key = "raw-key-" + System.nanoTime() + "@example.com";
     Policy p = Policy.gcra(policyName, 10, Duration.ofSeconds(1), 5);
-    try (JdbcRateLimiter l = JdbcRateLimiter.builder(p, ds).table(table).build()) {
+    try (JdbcRateLimiter l = JdbcRateLimiter.builder(p, db.ds()).table(db.table()).build()) {
       assertThat(l.tryAcquire(key).allowed()).isTrue();
       l.override(key + "-vip", p);
       l.tryAcquire(key, 1, Policy.fixedWindow(policyName + "-other", 3, Duration.ofMinutes(1)));
     }
     int scanned = 0;
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement();
-         ResultSet rs = s.executeQuery("SELECT t::text, policy_id, key_id FROM " + table + " t")) {
+    try (Connection c = db.ds().getConnection(); Statement s = c.createStatement();
+         ResultSet rs = s.executeQuery("SELECT t::text, policy_id, key_id FROM " + db.table() + " t")) {
       while (rs.next()) {
         scanned++;
         String row = rs.getString(1);
@@ -211,22 +198,22 @@ class PostgresSweepAndStorageTest {
   }
 
   private static void corrupt(Policy p, String key, String set) throws SQLException {
-    corrupt(table, p, key, set);
+    corrupt(db.table(), p, key, set);
   }
 
   private static void corrupt(String table, Policy p, String key, String set) throws SQLException {
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+    try (Connection c = db.ds().getConnection(); Statement s = c.createStatement()) {
       int n = s.executeUpdate("UPDATE " + table + " SET " + set + " WHERE key_id = '" + StoredId.key(p.name(), key) + "'");
       assertThat(n).isEqualTo(1);
     }
   }
 
   private static long rows(Policy p) throws SQLException {
-    return rows(table, p);
+    return rows(db.table(), p);
   }
 
   private static long rows(String table, Policy p) throws SQLException {
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement();
+    try (Connection c = db.ds().getConnection(); Statement s = c.createStatement();
          ResultSet rs = s.executeQuery("SELECT count(*) FROM " + table + " WHERE policy_id = '" + StoredId.policy(p.name()) + "'")) {
       rs.next();
       return rs.getLong(1);

@@ -1,26 +1,26 @@
 package dev.sluice.jdbc.store;
 
+import dev.sluice.Reason;
+import dev.sluice.jdbc.internal.SqlFailure;
+import dev.sluice.jdbc.internal.TableNames;
 import dev.sluice.spi.StoreException;
 import dev.sluice.spi.StoreTimeoutException;
 import dev.sluice.spi.StoredRecord;
 import dev.sluice.spi.VersionedStore;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLIntegrityConstraintViolationException;
-import java.sql.SQLTimeoutException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.Executor;
-import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
 /**
@@ -46,8 +46,10 @@ import javax.sql.DataSource;
  * <h2>Deadlines</h2>
  * Each call sets the connection's network timeout to the time left before its deadline (and restores
  * the previous value before returning the connection), so a call never waits on the socket past its
- * deadline; a failure at or after the deadline is a {@link StoreTimeoutException}, any other a
- * {@link StoreException}. Waiting for a pooled connection is bounded by the pool, not by this store:
+ * deadline. A failure at or after the deadline, or one that the module's one map of SQL failures
+ * ({@code dev.sluice.jdbc.internal.SqlFailure}, shared with {@code JdbcRateLimiter}) calls a timeout
+ * (a statement or lock timeout, a socket timeout, no pooled connection in time), is a
+ * {@link StoreTimeoutException}; any other a {@link StoreException}. Waiting for a pooled connection is bounded by the pool, not by this store:
  * set the pool's connection timeout (HikariCP {@code connectionTimeout}) no longer than the limiter's
  * timeout.
  *
@@ -85,7 +87,6 @@ public final class JdbcVersionedStore implements VersionedStore {
   /** The default table name. */
   public static final String DEFAULT_TABLE = "sluice_store";
 
-  private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
   /** Runs the driver's timeout callback in place; only MariaDB's driver insists on having one. */
   private static final Executor DIRECT = Runnable::run;
 
@@ -168,7 +169,7 @@ public final class JdbcVersionedStore implements VersionedStore {
         ps.setString(1, partition);
         ps.setString(2, id);
         try (ResultSet rs = ps.executeQuery()) {
-          return rs.next() ? new StoredRecord(id, rs.getString(3), rs.getLong(1), rs.getLong(2)) : null;
+          return rs.next() ? Sql.record(rs) : null;
         }
       }
     });
@@ -224,7 +225,7 @@ public final class JdbcVersionedStore implements VersionedStore {
         List<StoredRecord> page = new ArrayList<>(Math.min(limit, 256));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next() && page.size() < limit) {
-            page.add(new StoredRecord(rs.getString(1), rs.getString(4), rs.getLong(2), rs.getLong(3)));
+            page.add(Sql.record(rs));
           }
         }
         return page;
@@ -285,7 +286,7 @@ public final class JdbcVersionedStore implements VersionedStore {
         }
       }
     } catch (SQLException e) {
-      if (isTimeout(e) || deadlineNanos - System.nanoTime() <= 0) {
+      if (SqlFailure.reason(e) == Reason.TIMEOUT || deadlineNanos - System.nanoTime() <= 0) {
         throw new StoreTimeoutException(what + " on " + table + " did not complete by its deadline: " + e.getMessage(), e);
       }
       throw new StoreException(what + " on " + table + " failed: " + e.getMessage(), e);
@@ -308,18 +309,6 @@ public final class JdbcVersionedStore implements VersionedStore {
       dialect = d;
     }
     return d;
-  }
-
-  private static boolean isTimeout(SQLException e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLTimeoutException || t instanceof SocketTimeoutException) {
-        return true;
-      }
-      if (t instanceof SQLException s && ("57014".equals(s.getSQLState()) || "70100".equals(s.getSQLState()))) {
-        return true; // PostgreSQL query_canceled, MariaDB query interrupted
-      }
-    }
-    return false;
   }
 
   private static boolean isUniqueViolation(SQLException e) {
@@ -346,7 +335,7 @@ public final class JdbcVersionedStore implements VersionedStore {
   }
 
   private static String checkTable(String table) {
-    if (table == null || !TABLE.matcher(table).matches()) {
+    if (!TableNames.isPlain(table)) {
       throw new IllegalArgumentException("table name " + (table == null ? "null" : "\"" + table + "\"")
           + " is not a plain SQL identifier; use letters, digits and '_' (optionally schema.table), at most 63 each");
     }
@@ -359,6 +348,9 @@ public final class JdbcVersionedStore implements VersionedStore {
 
   /** The statements of one dialect and table, built once. */
   private static final class Sql {
+    /** What read and list select, and {@link #record} reads. */
+    static final String COLUMNS = "record_id, version, expires_at, state";
+
     final Dialect dialect;
     final String read;
     final String insert;
@@ -369,7 +361,8 @@ public final class JdbcVersionedStore implements VersionedStore {
 
     Sql(Dialect d, String t) {
       dialect = d;
-      read = "SELECT version, expires_at, state FROM " + t + " WHERE partition_id = ? AND record_id = ?";
+      String select = "SELECT " + COLUMNS + " FROM " + t + " WHERE partition_id = ?";
+      read = select + " AND record_id = ?";
       String columns = " (partition_id, record_id, version, expires_at, state) VALUES (?, ?, ?, ?, ?)";
       insert = switch (d) {
         case POSTGRESQL -> "INSERT INTO " + t + columns + " ON CONFLICT (partition_id, record_id) DO NOTHING";
@@ -379,11 +372,15 @@ public final class JdbcVersionedStore implements VersionedStore {
       };
       update = "UPDATE " + t + " SET version = ?, expires_at = ?, state = ?"
           + " WHERE partition_id = ? AND record_id = ? AND version = ?";
-      String select = "SELECT record_id, version, expires_at, state FROM " + t + " WHERE partition_id = ?";
       String limit = d == Dialect.GENERIC ? "" : " LIMIT ?";
       listFirst = select + " ORDER BY record_id" + limit;
       listAfter = select + " AND record_id > ? ORDER BY record_id" + limit;
       delete = "DELETE FROM " + t + " WHERE partition_id = ? AND record_id = ? AND version = ?";
+    }
+
+    /** The record at the result's current row of read or list. */
+    static StoredRecord record(ResultSet rs) throws SQLException {
+      return new StoredRecord(rs.getString("record_id"), rs.getString("state"), rs.getLong("version"), rs.getLong("expires_at"));
     }
   }
 

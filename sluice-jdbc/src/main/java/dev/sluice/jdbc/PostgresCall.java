@@ -1,0 +1,32 @@
+package dev.sluice.jdbc;
+
+import dev.sluice.Policy;
+
+/** One call's inputs, read on the caller's thread and handed to the worker that runs its statements. */
+final class PostgresCall {
+  enum Op { ACQUIRE, PEEK, REFUND, RESET, ADMIN }
+
+  final Op op;
+  final Policy policy;
+  final String key;
+  final long permits;
+  /** {@link PostgresRow#code} of the policy's algorithm. */
+  final int alg;
+  /** The tenant ({@code ""} outside tenant mode). */
+  final String tenant;
+  /** The {@link System#nanoTime()} instant by which the caller is answered. */
+  final long deadline;
+  /** The ticker's reading, epoch microseconds; unused (0) when the server's clock decides. */
+  long now;
+  boolean invalidClock;
+
+  PostgresCall(Op op, Policy policy, String key, long permits, int alg, String tenant, long deadline) {
+    this.op = op;
+    this.policy = policy;
+    this.key = key;
+    this.permits = permits;
+    this.alg = alg;
+    this.tenant = tenant;
+    this.deadline = deadline;
+  }
+}

@@ -1,0 +1,105 @@
+package dev.sluice.jdbc;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Policy;
+import dev.sluice.Reason;
+import dev.sluice.internal.Checks;
+
+/**
+ * What a row of the limiter's table holds ({@code schema.sql}): the algorithm as a code and three
+ * parameters {@code p1..p3}, whether they are pinned by an override, and the reference model's state
+ * {@code s0..s2}; and the one rule of a row Sluice wrote, {@link #wellFormed(String)}.
+ */
+final class PostgresRow {
+  static final int ALG_FIXED = 1, ALG_SLIDING = 2, ALG_BUCKET = 3, ALG_GCRA = 4;
+
+  /**
+   * The rule as SQL over a row {@code $r}, with the core's bounds substituted once: state words are
+   * at most {@link Checks#MAX_EXACT} (2^52, as in the versioned store's state format), windows and
+   * periods at least {@link Checks#MIN_WINDOW_MICROS} and at most 2^52, products at most 2^52 (the
+   * checks of the {@link Algorithm} records).
+   */
+  private static final String WELL_FORMED = """
+      ($r.alg BETWEEN $FIXED AND $GCRA
+       AND $r.s0 BETWEEN 0 AND $MAX AND $r.s1 BETWEEN 0 AND $MAX AND $r.s2 BETWEEN 0 AND $MAX
+       AND ($r.s0 <> 0 OR ($r.s1 = 0 AND $r.s2 = 0))
+       AND ($r.alg = $SLIDING OR $r.s2 = 0)
+       AND (NOT $r.pinned OR CASE $r.alg
+         WHEN $FIXED THEN $r.p1 >= 1 AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX
+         WHEN $SLIDING THEN $r.p1 >= 1 AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX AND $r.p1 <= $MAX / $r.p2
+         WHEN $BUCKET THEN $r.p1 >= 1 AND $r.p2 >= 1 AND $r.p3 BETWEEN $MIN_WINDOW AND $MAX AND $r.p1 <= $MAX / $r.p3
+         ELSE $r.p1 >= 1 AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX AND $r.p3 >= 1 AND $r.p3 <= $MAX / $r.p2
+       END))"""
+      .replace("$FIXED", Integer.toString(ALG_FIXED)).replace("$SLIDING", Integer.toString(ALG_SLIDING))
+      .replace("$BUCKET", Integer.toString(ALG_BUCKET)).replace("$GCRA", Integer.toString(ALG_GCRA))
+      .replace("$MIN_WINDOW", Long.toString(Checks.MIN_WINDOW_MICROS)).replace("$MAX", Long.toString(Checks.MAX_EXACT))
+      .replace("\n", " ");
+
+  private PostgresRow() {}
+
+  /** The row's code of an algorithm; the exact sliding log has none. */
+  static int code(Algorithm a) {
+    if (a instanceof Algorithm.FixedWindow) {
+      return ALG_FIXED;
+    } else if (a instanceof Algorithm.SlidingWindow) {
+      return ALG_SLIDING;
+    } else if (a instanceof Algorithm.TokenBucket) {
+      return ALG_BUCKET;
+    } else if (a instanceof Algorithm.Gcra) {
+      return ALG_GCRA;
+    }
+    throw new IllegalArgumentException("algorithm " + a.id() + " is not supported by the PostgreSQL backend: the exact "
+        + "sliding log keeps one entry per admitted permit and does not fit a row; use Policy.slidingWindow "
+        + "(the two-window weighted counter) or the memory tier");
+  }
+
+  /** The row's p1..p3 of an algorithm (see schema.sql). */
+  static long param(Algorithm a, int i) {
+    if (a instanceof Algorithm.FixedWindow fw) {
+      return i == 1 ? fw.limit() : i == 2 ? fw.windowMicros() : 0;
+    } else if (a instanceof Algorithm.SlidingWindow sw) {
+      return i == 1 ? sw.limit() : i == 2 ? sw.windowMicros() : 0;
+    } else if (a instanceof Algorithm.TokenBucket tb) {
+      return i == 1 ? tb.capacity() : i == 2 ? tb.refillTokens() : tb.refillPeriodMicros();
+    } else if (a instanceof Algorithm.Gcra g) {
+      return i == 1 ? g.rate() : i == 2 ? g.periodMicros() : g.burst();
+    }
+    throw new IllegalArgumentException("algorithm " + a.id());
+  }
+
+  /** The algorithm a row's p1..p3 describe; {@link IllegalArgumentException} when they are invalid. */
+  static Algorithm algorithm(int alg, long p1, long p2, long p3) {
+    return switch (alg) {
+      case ALG_FIXED -> new Algorithm.FixedWindow(p1, p2);
+      case ALG_SLIDING -> new Algorithm.SlidingWindow(p1, p2);
+      case ALG_BUCKET -> new Algorithm.TokenBucket(p1, p2, p3);
+      case ALG_GCRA -> new Algorithm.Gcra(p1, p2, p3);
+      default -> throw new IllegalArgumentException("algorithm code " + alg);
+    };
+  }
+
+  /**
+   * {@code p} itself when a pinned row's configuration is its algorithm, else that configuration under
+   * p's name. A configuration the core refuses is a corrupt row (the rule below keeps it from getting here).
+   */
+  static Policy pinnedPolicy(Policy p, int alg, long p1, long p2, long p3) {
+    Algorithm a;
+    try {
+      a = algorithm(alg, p1, p2, p3);
+    } catch (IllegalArgumentException e) {
+      throw new StoreFailure(Reason.CORRUPT_STATE, e);
+    }
+    return a.equals(p.algorithm()) ? p : new Policy(p.name(), a);
+  }
+
+  /**
+   * The one rule of a row Sluice wrote, as a SQL predicate over the row alias {@code r}: a known
+   * algorithm; state words in [0, 2^52]; an absent state all zeros; the third word used only by the
+   * sliding window; and a pinned configuration that the core's {@link Algorithm} records accept. The
+   * statements apply it to the row they lock and return its verdict on the row their snapshot saw
+   * ({@code cur_ok}); the sweep reads it for each expired row. Java has no copy of it.
+   */
+  static String wellFormed(String r) {
+    return WELL_FORMED.replace("$r.", r + ".");
+  }
+}

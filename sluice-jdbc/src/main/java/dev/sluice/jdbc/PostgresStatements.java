@@ -1,0 +1,241 @@
+package dev.sluice.jdbc;
+
+import static dev.sluice.jdbc.PostgresRow.ALG_FIXED;
+import static dev.sluice.jdbc.PostgresRow.ALG_SLIDING;
+
+import dev.sluice.Algorithm;
+import dev.sluice.Decision;
+import dev.sluice.Policy;
+import dev.sluice.Reason;
+import dev.sluice.Ticket;
+import dev.sluice.internal.StoredId;
+import dev.sluice.model.Outcome;
+import dev.sluice.model.ReferenceModel;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.concurrent.Executor;
+import javax.sql.DataSource;
+
+/**
+ * The JDBC side of one call, on the limiter's executor: borrows a connection, binds a statement's
+ * named parameters, runs it and turns its result into a {@link Decision} with the reference model.
+ * A store failure is thrown as {@link SQLException}, a malformed row as {@link StoreFailure} with
+ * {@link Reason#CORRUPT_STATE}; the deadline, the failure mode and the listener are
+ * {@link JdbcRateLimiter}'s.
+ */
+final class PostgresStatements {
+  /** Runs the driver's network-timeout callback in place. */
+  private static final Executor DIRECT = Runnable::run;
+  /** Times an acquire asks again when its snapshot was stale (see {@link PostgresSql}). */
+  private static final int RACE_ATTEMPTS = 3;
+
+  private final DataSource dataSource;
+  private final int networkTimeoutMillis;
+  private final boolean tenantMode;
+  private final String defaultPolicyName;
+  private final String defaultPolicyId;
+  private final PostgresSql.Bound[] acquireSql = new PostgresSql.Bound[5];
+  private final PostgresSql.Bound[] refundSql = new PostgresSql.Bound[5];
+  private final PostgresSql.Bound peekSql;
+  private final PostgresSql.Bound resetSql;
+  private final PostgresSql.Bound overrideSql;
+  private final PostgresSql.Bound clearOverrideSql;
+
+  PostgresStatements(DataSource dataSource, Duration timeout, PostgresSql sql, Policy defaultPolicy, boolean tenantMode) {
+    this.dataSource = dataSource;
+    // Bounds a read from a server that stopped answering: twice the deadline, at least 1 s.
+    this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, Math.max(1_000, 2 * timeout.toMillis()));
+    this.tenantMode = tenantMode;
+    this.defaultPolicyName = defaultPolicy.name();
+    this.defaultPolicyId = StoredId.policy(defaultPolicy.name());
+    for (int alg = ALG_FIXED; alg <= PostgresRow.ALG_GCRA; alg++) {
+      acquireSql[alg] = sql.acquire(alg);
+      refundSql[alg] = sql.refund(alg);
+    }
+    this.peekSql = sql.peek();
+    this.resetSql = sql.reset();
+    this.overrideSql = sql.override();
+    this.clearOverrideSql = sql.clearOverride();
+  }
+
+  Decision acquire(PostgresCall call) throws SQLException {
+    try (Connection c = connection()) {
+      return acquire(c, call, call.policy, call.alg);
+    }
+  }
+
+  private Decision acquire(Connection c, PostgresCall call, Policy p, int alg) throws SQLException {
+    String pid = policyId(p);
+    String kid = StoredId.key(p.name(), call.key);
+    PostgresSql.Bound sql = acquireSql[alg];
+    Outcome out = new Outcome();
+    try (PreparedStatement ps = c.prepareStatement(sql.sql)) {
+      for (int attempt = 1; ; attempt++) {
+        bind(ps, sql, call, pid, kid, alg, p.algorithm(), call.permits, 0);
+        PostgresSql.AcquireRow row;
+        try (ResultSet rs = mainResult(ps)) {
+          row = PostgresSql.AcquireRow.read(rs);
+        }
+        PostgresSql.Written w = row.written();
+        if (w != null) {
+          // Allowed and written: the decision fields are those of a peek of the new state at the same instant.
+          Policy eff = w.pinned() ? PostgresRow.pinnedPolicy(p, alg, w.p1(), w.p2(), w.p3()) : p;
+          long[] st = {w.s0(), w.s1(), w.s2()};
+          ReferenceModel.peek(eff.algorithm(), st, row.now(), out);
+          long stamp = alg == ALG_FIXED || alg == ALG_SLIDING ? st[0] : 0;
+          return Decision.allowed(eff, out.remaining(), out.resetAt(), new Ticket(eff, call.key, call.permits, stamp));
+        }
+        // Nothing written: a refusal, a malformed row, or a row pinned to another algorithm.
+        PostgresSql.Snapshot snap = wellFormed(row.cur());
+        Policy eff = p;
+        if (snap != null && snap.pinned()) {
+          eff = PostgresRow.pinnedPolicy(p, snap.alg(), snap.p1(), snap.p2(), snap.p3());
+          if (snap.alg() != alg) {
+            if (call.permits <= eff.limit()) {
+              return acquire(c, call, eff, snap.alg());
+            }
+            // More permits than the override can ever grant: refuse without writing.
+          }
+        }
+        ReferenceModel.acquire(eff.algorithm(), state(snap, eff), row.now(), call.permits, out);
+        if (!out.allowed()) {
+          return Decision.refused(eff, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+        }
+        // The statement's snapshot predates a concurrent write that took the last permits: the
+        // refusal is right, its fields are stale. Ask again (rare; bounded by count and deadline).
+        if (attempt >= RACE_ATTEMPTS || System.nanoTime() - call.deadline >= 0) {
+          return Decision.refused(eff, Reason.LIMIT_EXCEEDED, 0, out.resetAt(), 0);
+        }
+      }
+    }
+  }
+
+  Decision peek(PostgresCall call) throws SQLException {
+    Policy p = call.policy;
+    try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(peekSql.sql)) {
+      bind(ps, peekSql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), 1, 0);
+      PostgresSql.PeekRow row;
+      try (ResultSet rs = mainResult(ps)) {
+        row = PostgresSql.PeekRow.read(rs);
+      }
+      PostgresSql.Snapshot snap = wellFormed(row.cur());
+      Policy eff = snap != null && snap.pinned() ? PostgresRow.pinnedPolicy(p, snap.alg(), snap.p1(), snap.p2(), snap.p3()) : p;
+      Outcome out = new Outcome();
+      ReferenceModel.peek(eff.algorithm(), state(snap, eff), row.now(), out);
+      return out.allowed()
+          ? Decision.allowed(eff, out.remaining(), out.resetAt(), null)
+          : Decision.refused(eff, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+    }
+  }
+
+  /** Gives a ticket's permits back; whether the refund applied. */
+  boolean refund(PostgresCall call, long stamp) throws SQLException {
+    Policy p = call.policy;
+    PostgresSql.Bound sql = refundSql[call.alg];
+    try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(sql.sql)) {
+      bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, stamp);
+      try (ResultSet rs = mainResult(ps)) {
+        return PostgresSql.refundApplied(rs);
+      }
+    }
+  }
+
+  void reset(PostgresCall call) throws SQLException {
+    update(resetSql, call);
+  }
+
+  void override(PostgresCall call) throws SQLException {
+    update(overrideSql, call);
+  }
+
+  /** Whether there was an override to clear. */
+  boolean clearOverride(PostgresCall call) throws SQLException {
+    return update(clearOverrideSql, call) > 0;
+  }
+
+  /** A connection in autocommit, with a network timeout that frees a worker stuck on a hung socket. */
+  Connection connection() throws SQLException {
+    Connection c = dataSource.getConnection();
+    try {
+      if (!c.getAutoCommit()) {
+        c.setAutoCommit(true);
+      }
+      // The caller has its deadline already; this frees the worker. The pool restores its own value
+      // when the connection is returned.
+      try {
+        c.setNetworkTimeout(DIRECT, networkTimeoutMillis);
+      } catch (java.sql.SQLFeatureNotSupportedException | AbstractMethodError unsupported) {
+        // a driver without network timeouts: the caller's deadline still holds, the worker waits longer
+      }
+    } catch (SQLException | RuntimeException e) {
+      c.close();
+      throw e;
+    }
+    return c;
+  }
+
+  /** Executes and returns the result set of the main statement (after tenant mode's set_config). */
+  ResultSet mainResult(PreparedStatement ps) throws SQLException {
+    ps.execute();
+    if (tenantMode) {
+      ps.getMoreResults();
+    }
+    return ps.getResultSet();
+  }
+
+  /** Executes and returns the update count of the main statement (after tenant mode's set_config). */
+  int updateCount(PreparedStatement ps) throws SQLException {
+    ps.execute();
+    if (tenantMode) {
+      ps.getMoreResults();
+    }
+    return ps.getUpdateCount();
+  }
+
+  private int update(PostgresSql.Bound sql, PostgresCall call) throws SQLException {
+    Policy p = call.policy;
+    try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(sql.sql)) {
+      bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, 0);
+      return updateCount(ps);
+    }
+  }
+
+  private String policyId(Policy p) {
+    return p.name().equals(defaultPolicyName) ? defaultPolicyId : StoredId.policy(p.name());
+  }
+
+  /** {@code snap}, unless it is malformed: then the call fails closed. */
+  private static PostgresSql.Snapshot wellFormed(PostgresSql.Snapshot snap) {
+    if (snap != null && !snap.wellFormed()) {
+      throw new StoreFailure(Reason.CORRUPT_STATE, null);
+    }
+    return snap;
+  }
+
+  /** The model's state of the row under {@code eff}: a row of another algorithm counts as absent. */
+  private static long[] state(PostgresSql.Snapshot snap, Policy eff) {
+    return snap != null && snap.alg() == PostgresRow.code(eff.algorithm()) ? snap.state() : new long[3];
+  }
+
+  private static void bind(PreparedStatement ps, PostgresSql.Bound sql, PostgresCall call, String pid, String kid, int alg,
+                           Algorithm a, long n, long stamp) throws SQLException {
+    sql.bind(ps, (st, j, name) -> {
+      switch (name) {
+        case "now" -> st.setLong(j, call.now);
+        case "tenant" -> st.setString(j, call.tenant);
+        case "pid" -> st.setString(j, pid);
+        case "kid" -> st.setString(j, kid);
+        case "alg" -> st.setShort(j, (short) alg);
+        case "p1" -> st.setLong(j, PostgresRow.param(a, 1));
+        case "p2" -> st.setLong(j, PostgresRow.param(a, 2));
+        case "p3" -> st.setLong(j, PostgresRow.param(a, 3));
+        case "n" -> st.setLong(j, n);
+        case "stamp" -> st.setLong(j, stamp);
+        default -> throw new IllegalStateException("unbound parameter " + name);
+      }
+    });
+  }
+}
