@@ -1,5 +1,6 @@
 package dev.sluice.spi;
 
+import dev.sluice.Policy;
 import dev.sluice.Reason;
 
 /**
@@ -17,8 +18,9 @@ public final class StepResult {
   private final long retryAfter;
   private final long stamp;
   private final boolean wrote;
+  private final Policy decidedBy;
 
-  private StepResult(Reason failure, String detail, boolean allowed, long remaining, long resetAt, long retryAfter,
+  private StepResult(Policy decidedBy, Reason failure, String detail, boolean allowed, long remaining, long resetAt, long retryAfter,
                      long stamp, boolean wrote) {
     this.failure = failure;
     this.detail = detail;
@@ -28,6 +30,7 @@ public final class StepResult {
     this.retryAfter = retryAfter;
     this.stamp = stamp;
     this.wrote = wrote;
+    this.decidedBy = decidedBy;
   }
 
   /**
@@ -36,22 +39,31 @@ public final class StepResult {
    * {@code wrote} (an applied refund).
    */
   public static StepResult decided(boolean allowed, long remaining, long resetAt, long retryAfter, long stamp, boolean wrote) {
-    return new StepResult(null, null, allowed, remaining, resetAt, retryAfter, stamp, wrote);
+    return new StepResult(null, null, null, allowed, remaining, resetAt, retryAfter, stamp, wrote);
+  }
+
+  /**
+   * This result, decided under {@code policy} instead of the call's: a store that pins a key to
+   * other numbers (a PostgreSQL per-account override) says so, and the decision and its ticket
+   * carry that policy.
+   */
+  public StepResult decidedBy(Policy policy) {
+    return new StepResult(policy, failure, detail, allowed, remaining, resetAt, retryAfter, stamp, wrote);
   }
 
   /** The stored state is not one Sluice wrote; nothing was written. {@code detail} says where, never the raw key. */
   public static StepResult corrupt(String detail) {
-    return new StepResult(Reason.CORRUPT_STATE, detail, false, 0, 0, 0, 0, false);
+    return new StepResult(null, Reason.CORRUPT_STATE, detail, false, 0, 0, 0, 0, false);
   }
 
   /** The clock reading (supplied or the store's) was refused; nothing was written. */
   public static StepResult invalidClock(String detail) {
-    return new StepResult(Reason.INVALID_CLOCK, detail, false, 0, 0, 0, 0, false);
+    return new StepResult(null, Reason.INVALID_CLOCK, detail, false, 0, 0, 0, 0, false);
   }
 
   /** Compare-and-set retries ran out; nothing was written. */
   public static StepResult contention(String detail) {
-    return new StepResult(Reason.CONTENTION, detail, false, 0, 0, 0, 0, false);
+    return new StepResult(null, Reason.CONTENTION, detail, false, 0, 0, 0, 0, false);
   }
 
   /** Null when the store decided; else why it could not. */
@@ -70,6 +82,9 @@ public final class StepResult {
   public long stamp() { return stamp; }
 
   public boolean wrote() { return wrote; }
+
+  /** The policy the store decided under when it is not the call's (see {@link #decidedBy}); else null. */
+  public Policy decidedBy() { return decidedBy; }
 
   @Override public String toString() {
     return failure != null ? "StepResult[" + failure + ", " + detail + "]"

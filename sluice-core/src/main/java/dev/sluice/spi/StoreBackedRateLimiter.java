@@ -102,7 +102,8 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
    * One atomic step against the store, finished by {@code deadlineNanos} ({@link System#nanoTime()}).
    * {@code now} is the supplied clock reading, or {@link #STORE_CLOCK}. {@code stamp} is the ticket's
    * (refunds). Throws for store trouble: {@link StoreNotReachedException} when nothing reached the
-   * store, any other exception when the outcome is unknown.
+   * store, any other exception when the outcome is unknown; an {@link IllegalArgumentException} is a
+   * programmer error and reaches the caller.
    */
   protected abstract StepResult step(P plan, Step step, String key, long permits, long stamp, long now, long deadlineNanos)
       throws Exception;
@@ -208,6 +209,8 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     Throwable error = null;
     try {
       delete(plan, key, start + timeoutNanos);
+    } catch (IllegalArgumentException e) {
+      throw e;
     } catch (Exception e) {
       error = caught(e);
     }
@@ -310,6 +313,8 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     Throwable error = null;
     try {
       r = step(plan, step, key, permits, 0, now, start + timeoutNanos);
+    } catch (IllegalArgumentException e) {
+      throw e; // a programmer error the backend found (a blank tenant, say): never a store failure
     } catch (Exception e) {
       error = caught(e);
     }
@@ -324,10 +329,11 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     if (r.failure() != null) {
       return failed(p, step, key, permits, r.failure(), new StoreException(r.detail()), now);
     }
+    Policy by = r.decidedBy() != null ? r.decidedBy() : p;
     if (r.allowed()) {
-      return Decision.allowed(p, r.remaining(), r.resetAt(), step == Step.ACQUIRE ? issuer.issue(p, key, permits, r.stamp()) : null);
+      return Decision.allowed(by, r.remaining(), r.resetAt(), step == Step.ACQUIRE ? issuer.issue(by, key, permits, r.stamp()) : null);
     }
-    return Decision.refused(p, Reason.LIMIT_EXCEEDED, r.remaining(), r.resetAt(), r.retryAfter());
+    return Decision.refused(by, Reason.LIMIT_EXCEEDED, r.remaining(), r.resetAt(), r.retryAfter());
   }
 
   private Decision failed(Policy p, Step step, String key, long permits, Reason reason, Throwable cause, long now) {
@@ -398,6 +404,9 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
       CompletableFuture<StepResult> f;
       try {
         f = stepAsync(plan, Step.ACQUIRE, key, permits, 0, now, start + timeoutNanos);
+      } catch (IllegalArgumentException e) {
+        timer.cancel(false);
+        throw e; // a programmer error, thrown at once as from the sync path
       } catch (RuntimeException e) {
         accept(null, e); // a backend closing under us: a failure decision, never a throw
         return this;

@@ -1,27 +1,27 @@
 package dev.sluice.jdbc;
 
-import dev.sluice.Algorithm;
-import dev.sluice.Decision;
-import dev.sluice.FailureMode;
 import dev.sluice.Policy;
-import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
-import dev.sluice.Refund;
-import dev.sluice.Ticker;
-import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
-import dev.sluice.internal.StoredId;
 import dev.sluice.jdbc.PostgresCall.Op;
+import dev.sluice.jdbc.internal.SqlFailure;
 import dev.sluice.model.ReferenceModel;
+import dev.sluice.spi.StepResult;
+import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreNotReachedException;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -54,8 +54,11 @@ import javax.sql.DataSource;
  * the policy name nor the key is ever written.
  *
  * <p>The exact sliding log is refused: its state grows with the limit and does not fit a row.
+ *
+ * <p>Validation, the clock, deadlines, the failure mode, tickets and listener events are the core
+ * pipeline's ({@link StoreBackedRateLimiter}), the same as Redis's; this class runs the statement.
  */
-public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
+public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implements AutoCloseable {
   /** The default deadline of one call, in milliseconds. */
   public static final long DEFAULT_TIMEOUT_MILLIS = 500;
   /** The default table name. */
@@ -65,39 +68,29 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
   /** Rows one sweep batch reads and deletes at most. */
   public static final int DEFAULT_SWEEP_BATCH = 1_000;
 
-  private final Policy policy;
   private final DataSource dataSource;
-  private final long timeoutNanos;
-  private final Ticker ticker;
   private final String table;
   private final Supplier<String> tenant;
+  private final Executor executor;
   private final ExecutorService ownExecutor;
   private final PostgresStatements statements;
-  private final CallRunner runner;
   private final PostgresSweep sweeper;
 
-  private JdbcRateLimiter(Builder b) {
-    this.policy = b.policy;
+  private JdbcRateLimiter(Builder b, Policy policy, boolean supplied, Duration timeout) {
+    super(b, policy);
     this.dataSource = b.dataSource;
-    this.timeoutNanos = b.timeout.toNanos();
-    this.ticker = b.ticker;
     this.table = b.table;
     this.tenant = b.tenant;
     this.ownExecutor = b.executor == null ? defaultExecutor() : null;
-    PostgresSql sql = new PostgresSql(table, ticker != null, b.relaxedDurability, tenant != null);
-    this.statements = new PostgresStatements(dataSource, b.timeout, sql, policy, tenant != null);
-    this.runner = new CallRunner(statements, b.executor != null ? b.executor : ownExecutor, b.failureMode, ticker,
-        RateLimitListener.guarded(b.listener, b.includeKeys));
-    this.sweeper = new PostgresSweep(statements, sql, ticker);
+    this.executor = b.executor != null ? b.executor : ownExecutor;
+    PostgresSql sql = new PostgresSql(table, supplied, b.relaxedDurability, tenant != null);
+    this.statements = new PostgresStatements(dataSource, timeout, sql, policy, tenant != null);
+    this.sweeper = new PostgresSweep(statements, sql, suppliedTicker());
   }
 
   /** A builder for a limiter whose default policy is {@code policy}, over {@code dataSource}. */
   public static Builder builder(Policy policy, DataSource dataSource) {
     return new Builder(policy, dataSource);
-  }
-
-  @Override public Policy policy() {
-    return policy;
   }
 
   /** The table this limiter reads and writes. */
@@ -106,51 +99,120 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Decisions: validated on the caller's thread, run on the executor, answered by the deadline.
+  // The step: one statement on the executor, answered by the deadline.
   // ---------------------------------------------------------------------------------------------
 
-  @Override public Decision tryAcquire(String key, long permits, Policy policy) {
-    return runner.decide(call(key, permits, policy, Op.ACQUIRE));
+  /** The policy itself, once its algorithm is known to fit a row (the sliding log does not). */
+  @Override protected Policy compile(Policy p) {
+    PostgresRow.code(p.algorithm());
+    return p;
   }
 
-  @Override public CompletionStage<Decision> tryAcquireAsync(String key, long permits, Policy policy) {
-    return runner.async(call(key, permits, policy, Op.ACQUIRE));
-  }
-
-  @Override public Decision peek(String key, Policy policy) {
-    return runner.decide(call(key, 1, policy, Op.PEEK));
-  }
-
-  /** Asynchronous {@link #peek(String, Policy)}, on the limiter's executor, completing within the deadline. */
-  public CompletionStage<Decision> peekAsync(String key, Policy policy) {
-    return runner.async(call(key, 1, policy, Op.PEEK));
-  }
-
-  private PostgresCall call(String key, long permits, Policy p, Op op) {
-    Checks.notNull("policy", p);
-    Checks.key(key);
-    Checks.permits(permits, p.limit(), p.name());
-    PostgresCall c = newCall(op, p, key, permits);
-    if (ticker != null) {
-      c.now = ticker.nowMicros();
-      c.invalidClock = !plausible(c.now);
+  /** The statement runs on the executor (so the deadline holds even for a sync call); this thread waits at most until the deadline. */
+  @Override protected StepResult step(Policy p, Step step, String key, long permits, long stamp, long now, long deadline)
+      throws Exception {
+    CompletableFuture<StepResult> f = submit(call(p, step, key, permits, now, deadline), stamp);
+    try {
+      return f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException e) {
+      f.cancel(false); // a statement not yet started is then never run
+      throw e;
+    } catch (ExecutionException e) {
+      throw unwrap(e.getCause());
     }
+  }
+
+  /** The statement on the executor, holding no caller thread. */
+  @Override protected CompletableFuture<StepResult> stepAsync(Policy p, Step step, String key, long permits, long stamp,
+                                                              long now, long deadline) {
+    PostgresCall call = call(p, step, key, permits, now, deadline); // the tenant is read here, on the caller's thread
+    try {
+      return submit(call, stamp);
+    } catch (StoreNotReachedException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  @Override protected void delete(Policy p, String key, long deadline) throws Exception {
+    PostgresCall call = new PostgresCall(Op.RESET, p, key, 1, PostgresRow.code(p.algorithm()), tenant == null ? "" : tenantValue(),
+        deadline);
+    call.now = suppliedTicker() != null ? Math.max(1, clock()) : 0;
+    CompletableFuture<Void> f;
+    try {
+      f = CompletableFuture.runAsync(() -> {
+        try {
+          statements.reset(call);
+        } catch (SQLException e) {
+          throw new CompletionException(e);
+        }
+      }, executor);
+    } catch (RejectedExecutionException e) {
+      throw new StoreNotReachedException("the limiter's executor refused the reset", e);
+    }
+    try {
+      f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+    } catch (ExecutionException e) {
+      throw unwrap(e.getCause());
+    }
+  }
+
+  /** The one SQLSTATE-to-reason map, shared with the versioned store ({@link SqlFailure}). */
+  @Override protected Reason classify(Throwable e) {
+    return e instanceof SQLException ? SqlFailure.reason(e) : super.classify(e);
+  }
+
+  private CompletableFuture<StepResult> submit(PostgresCall call, long stamp) {
+    try {
+      return CompletableFuture.supplyAsync(() -> run(call, stamp), executor);
+    } catch (RejectedExecutionException e) {
+      throw new StoreNotReachedException("the limiter's executor refused the statement", e);
+    }
+  }
+
+  /** Runs on the executor: the statement(s) of one call; a malformed row is corrupt state, nothing written. */
+  private StepResult run(PostgresCall call, long stamp) {
+    if (System.nanoTime() - call.deadline >= 0) {
+      // The caller has been answered with a timeout; do not touch the store.
+      throw new CompletionException(new StoreNotReachedException("the deadline passed before the statement started"));
+    }
+    try {
+      return switch (call.op) {
+        case ACQUIRE -> statements.acquire(call);
+        case PEEK -> statements.peek(call);
+        case REFUND -> {
+          boolean applied = statements.refund(call, stamp);
+          yield StepResult.decided(false, 0, 0, 0, 0, applied);
+        }
+        default -> throw new IllegalStateException("not a decision: " + call.op);
+      };
+    } catch (StoreFailure f) {
+      if (f.reason == Reason.CORRUPT_STATE) {
+        return StepResult.corrupt("the row of the key is not a state Sluice wrote");
+      }
+      throw new CompletionException(f.getCause() != null ? f.getCause() : f);
+    } catch (SQLException e) {
+      throw new CompletionException(e);
+    }
+  }
+
+  private static Exception unwrap(Throwable e) {
+    while (e instanceof CompletionException && e.getCause() != null) {
+      e = e.getCause();
+    }
+    return e instanceof Exception ex ? ex : new CompletionException(e);
+  }
+
+  /** A call of {@code step} with the current tenant (read on the caller's thread). */
+  private PostgresCall call(Policy p, Step step, String key, long permits, long now, long deadline) {
+    Op op = switch (step) {
+      case ACQUIRE -> Op.ACQUIRE;
+      case PEEK -> Op.PEEK;
+      case REFUND -> Op.REFUND;
+    };
+    PostgresCall c = new PostgresCall(op, p, key, permits, PostgresRow.code(p.algorithm()), tenant == null ? "" : tenantValue(),
+        deadline);
+    c.now = now;
     return c;
-  }
-
-  /**
-   * A ticker reading the rows can hold: epoch microseconds in 1..2^52 (the year 2112), the core's
-   * bound of a state word. Anything else is refused with {@link Reason#INVALID_CLOCK} before any
-   * statement, as the Redis backend and the versioned-store engine refuse it.
-   */
-  private static boolean plausible(long now) {
-    return now > 0 && now <= Checks.MAX_EXACT;
-  }
-
-  /** A call of {@code op} with the current tenant, whose deadline starts now. */
-  private PostgresCall newCall(Op op, Policy p, String key, long permits) {
-    return new PostgresCall(op, p, key, permits, PostgresRow.code(p.algorithm()), tenant == null ? "" : tenantValue(),
-        System.nanoTime() + timeoutNanos);
   }
 
   private String tenantValue() {
@@ -162,43 +224,13 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
     return t;
   }
 
-  @Override public Refund refund(Ticket ticket) {
-    if (ticket == null) {
-      return Refund.NO_EFFECT; // refund never throws
-    }
-    Policy p = ticket.policy();
-    if (p.algorithm() instanceof Algorithm.SlidingLog) {
-      return runner.reportRefund(p, Refund.NO_EFFECT); // never counted here
-    }
-    if (!ticket.spend()) {
-      return runner.reportRefund(p, Refund.NO_EFFECT);
-    }
-    PostgresCall call = newCall(Op.REFUND, p, ticket.key(), ticket.permits());
-    if (ticker != null) {
-      call.now = ticker.nowMicros();
-      if (!plausible(call.now)) {
-        ticket.unspend();
-        return runner.reportRefund(p, Refund.FAILED);
-      }
-    }
-    return runner.refund(call, ticket);
-  }
-
-  /**
-   * Forgets {@code key} under {@code policy}: deletes its row (an overridden key keeps its override and
-   * starts with a fresh state). A store failure is logged and reported to the listener, never thrown:
-   * the key then simply keeps its count.
-   */
-  @Override public void reset(String key, Policy policy) {
-    runner.reset(adminCall(Op.RESET, key, policy));
-  }
-
-  /** A validated call of {@code op} on {@code key}, at the ticker's time (at least 1) or the server's. */
+  /** A validated administrative call of {@code op} on {@code key}, at the ticker's time (at least 1) or the server's. */
   private PostgresCall adminCall(Op op, String key, Policy policy) {
     Checks.notNull("policy", policy);
     Checks.key(key);
-    PostgresCall call = newCall(op, policy, key, 1);
-    call.now = ticker != null ? Math.max(1, ticker.nowMicros()) : 0;
+    PostgresCall call = new PostgresCall(op, policy, key, 1, PostgresRow.code(policy.algorithm()),
+        tenant == null ? "" : tenantValue(), System.nanoTime() + timeoutNanos());
+    call.now = suppliedTicker() != null ? Math.max(1, suppliedTicker().nowMicros()) : 0;
     return call;
   }
 
@@ -299,48 +331,26 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
     return e;
   }
 
-  /** Builds a {@link JdbcRateLimiter}; every setting is validated when set. */
-  public static final class Builder {
-    private final Policy policy;
+  /**
+   * Builds a {@link JdbcRateLimiter}: the settings of every store-backed limiter ({@code timeout},
+   * default {@value JdbcRateLimiter#DEFAULT_TIMEOUT_MILLIS} ms, connection acquisition and statement
+   * together; {@code failureMode}; {@code ticker}, default the database's {@code clock_timestamp()};
+   * {@code listener}; {@code issuer}) and PostgreSQL's own. Every setting is validated when set.
+   */
+  public static final class Builder extends StoreBackedRateLimiter.Builder<Builder> {
     private final DataSource dataSource;
-    private Duration timeout = Duration.ofMillis(DEFAULT_TIMEOUT_MILLIS);
-    private FailureMode failureMode = FailureMode.closed();
-    private Ticker ticker;
     private String table = DEFAULT_TABLE;
     private Supplier<String> tenant;
     private boolean relaxedDurability;
     private Executor executor;
-    private RateLimitListener listener = RateLimitListener.NONE;
-    private boolean includeKeys;
 
     private Builder(Policy policy, DataSource dataSource) {
-      this.policy = Checks.notNull("policy", policy);
+      super(policy, Duration.ofMillis(DEFAULT_TIMEOUT_MILLIS));
       this.dataSource = Checks.notNull("dataSource", dataSource);
       PostgresRow.code(policy.algorithm());
     }
 
-    /**
-     * The deadline of one call, connection acquisition and statement together (default
-     * {@value JdbcRateLimiter#DEFAULT_TIMEOUT_MILLIS} ms). At least 1 ms.
-     */
-    public Builder timeout(Duration timeout) {
-      this.timeout = Checks.atLeastOneMilli("timeout", timeout, "give the store at least Duration.ofMillis(1)");
-      return this;
-    }
-
-    /** What a call decides when the store fails or times out (default {@link FailureMode#closed()}). */
-    public Builder failureMode(FailureMode failureMode) {
-      this.failureMode = Checks.notNull("failureMode", failureMode);
-      return this;
-    }
-
-    /**
-     * Takes time from {@code ticker} (epoch microseconds, sent with each statement) instead of the
-     * database server's {@code clock_timestamp()} (the default: one clock for every instance). A
-     * reading outside 1..2^52 is refused with {@link Reason#INVALID_CLOCK} before any statement.
-     */
-    public Builder ticker(Ticker ticker) {
-      this.ticker = Checks.notNull("ticker", ticker);
+    @Override protected Builder self() {
       return this;
     }
 
@@ -384,15 +394,8 @@ public final class JdbcRateLimiter implements RateLimiter, AutoCloseable {
       return this;
     }
 
-    /** Told about decisions, refunds and store calls; keys only when {@code includeKeys}. */
-    public Builder listener(RateLimitListener listener, boolean includeKeys) {
-      this.listener = Checks.notNull("listener", listener);
-      this.includeKeys = includeKeys;
-      return this;
-    }
-
     public JdbcRateLimiter build() {
-      return new JdbcRateLimiter(this);
+      return new JdbcRateLimiter(this, policy, suppliedTicker() != null, timeout());
     }
   }
 }

@@ -4,13 +4,12 @@ import static dev.sluice.jdbc.PostgresRow.ALG_FIXED;
 import static dev.sluice.jdbc.PostgresRow.ALG_SLIDING;
 
 import dev.sluice.Algorithm;
-import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
-import dev.sluice.Ticket;
 import dev.sluice.internal.StoredId;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
+import dev.sluice.spi.StepResult;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -21,10 +20,10 @@ import javax.sql.DataSource;
 
 /**
  * The JDBC side of one call, on the limiter's executor: borrows a connection, binds a statement's
- * named parameters, runs it and turns its result into a {@link Decision} with the reference model.
+ * named parameters, runs it and turns its result into a {@link StepResult} with the reference model.
  * A store failure is thrown as {@link SQLException}, a malformed row as {@link StoreFailure} with
- * {@link Reason#CORRUPT_STATE}; the deadline, the failure mode and the listener are
- * {@link JdbcRateLimiter}'s.
+ * {@link Reason#CORRUPT_STATE}; the deadline, the failure mode and the listener are the core
+ * pipeline's ({@link dev.sluice.spi.StoreBackedRateLimiter}).
  */
 final class PostgresStatements {
   /** Runs the driver's network-timeout callback in place. */
@@ -61,13 +60,13 @@ final class PostgresStatements {
     this.clearOverrideSql = sql.clearOverride();
   }
 
-  Decision acquire(PostgresCall call) throws SQLException {
+  StepResult acquire(PostgresCall call) throws SQLException {
     try (Connection c = connection()) {
       return acquire(c, call, call.policy, call.alg);
     }
   }
 
-  private Decision acquire(Connection c, PostgresCall call, Policy p, int alg) throws SQLException {
+  private StepResult acquire(Connection c, PostgresCall call, Policy p, int alg) throws SQLException {
     String pid = policyId(p);
     String kid = StoredId.key(p.name(), call.key);
     PostgresSql.Bound sql = acquireSql[alg];
@@ -86,7 +85,7 @@ final class PostgresStatements {
           long[] st = {w.s0(), w.s1(), w.s2()};
           ReferenceModel.peek(eff.algorithm(), st, row.now(), out);
           long stamp = alg == ALG_FIXED || alg == ALG_SLIDING ? st[0] : 0;
-          return Decision.allowed(eff, out.remaining(), out.resetAt(), new Ticket(eff, call.key, call.permits, stamp));
+          return decided(StepResult.decided(true, out.remaining(), out.resetAt(), 0, stamp, true), eff, call.policy);
         }
         // Nothing written: a refusal, a malformed row, or a row pinned to another algorithm.
         PostgresSql.Snapshot snap = wellFormed(row.cur());
@@ -102,18 +101,18 @@ final class PostgresStatements {
         }
         ReferenceModel.acquire(eff.algorithm(), state(snap, eff), row.now(), call.permits, out);
         if (!out.allowed()) {
-          return Decision.refused(eff, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+          return decided(StepResult.decided(false, out.remaining(), out.resetAt(), out.retryAfter(), 0, false), eff, call.policy);
         }
         // The statement's snapshot predates a concurrent write that took the last permits: the
         // refusal is right, its fields are stale. Ask again (rare; bounded by count and deadline).
         if (attempt >= RACE_ATTEMPTS || System.nanoTime() - call.deadline >= 0) {
-          return Decision.refused(eff, Reason.LIMIT_EXCEEDED, 0, out.resetAt(), 0);
+          return decided(StepResult.decided(false, 0, out.resetAt(), 0, 0, false), eff, call.policy);
         }
       }
     }
   }
 
-  Decision peek(PostgresCall call) throws SQLException {
+  StepResult peek(PostgresCall call) throws SQLException {
     Policy p = call.policy;
     try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(peekSql.sql)) {
       bind(ps, peekSql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), 1, 0);
@@ -125,10 +124,13 @@ final class PostgresStatements {
       Policy eff = snap != null && snap.pinned() ? PostgresRow.pinnedPolicy(p, snap.alg(), snap.p1(), snap.p2(), snap.p3()) : p;
       Outcome out = new Outcome();
       ReferenceModel.peek(eff.algorithm(), state(snap, eff), row.now(), out);
-      return out.allowed()
-          ? Decision.allowed(eff, out.remaining(), out.resetAt(), null)
-          : Decision.refused(eff, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+      return decided(StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), 0, false), eff, p);
     }
+  }
+
+  /** {@code r}, marked as decided under the key's pinned override when that is not the call's policy. */
+  private static StepResult decided(StepResult r, Policy eff, Policy asked) {
+    return eff == asked ? r : r.decidedBy(eff);
   }
 
   /** Gives a ticket's permits back; whether the refund applied. */

@@ -59,7 +59,7 @@ class PostgresModuleAndBuilderTest {
             + "counter) or the memory tier");
     assertThatThrownBy(() -> JdbcRateLimiter.builder(P, null)).hasMessage("dataSource is null");
     assertThatThrownBy(() -> JdbcRateLimiter.builder(P, NOWHERE).timeout(Duration.ofNanos(999_999)))
-        .hasMessage("timeout PT0.000999999S is under 1 ms; give the store at least Duration.ofMillis(1)");
+        .hasMessage("timeout PT0.000999999S is outside 1 ms..1 min; every decision needs a deadline a caller can wait for");
     assertThatThrownBy(() -> JdbcRateLimiter.builder(P, NOWHERE).table("rate limits; DROP TABLE x"))
         .hasMessage("table \"rate limits; DROP TABLE x\" is not a plain SQL identifier; use letters, digits and '_'"
             + " (optionally schema.table), at most 63 each");

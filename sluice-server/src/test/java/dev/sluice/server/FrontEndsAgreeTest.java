@@ -130,7 +130,7 @@ class FrontEndsAgreeTest {
 
   static Stream<Case> cases() {
     List<Case> cases = new ArrayList<>();
-    cases.add(new Case("allowed", Decision.allowed(API, 57, T0 + 60_000_000, new Ticket(API, "k", 1, T0))));
+    cases.add(new Case("allowed", Decision.allowed(API, 57, T0 + 60_000_000, new Ticket.Issuer().issue(API, "k", 1, T0))));
     for (Reason r : List.of(Reason.STORE_UNAVAILABLE, Reason.TIMEOUT)) {
       // What FailureMode.open answers: allowed, nothing counted, no store to report limits from.
       cases.add(new Case("allowed " + r + " failure_mode", Decision.of(true, r, Path.FAILURE_MODE, API, 0, T0, 0, null)));
