@@ -98,9 +98,12 @@ final class PostgresPrivateServer implements AutoCloseable {
         pids.add(line.trim());
       }
     }
-    List<String> cmd = new ArrayList<>(List.of("kill", frozen ? "-STOP" : "-CONT"));
-    cmd.addAll(pids);
-    exec(cmd, 10);
+    // The postmaster first (it must be there), then each child on its own: a backend that exited
+    // between the listing and the signal (a client just disconnected) is no error.
+    exec(List.of("kill", frozen ? "-STOP" : "-CONT", pids.get(0)), 10);
+    for (String child : pids.subList(1, pids.size())) {
+      new ProcessBuilder("kill", frozen ? "-STOP" : "-CONT", child).redirectErrorStream(true).start().waitFor();
+    }
   }
 
   @Override public void close() {
