@@ -145,7 +145,7 @@ class MemoryRateLimiterTest {
 
   @Test
   void aClockAtOrBeforeTheEpochIsInvalid() {
-    ManualTicker t = Ticker.manual(0);
+    Ticker t = () -> 0; // a ManualTicker refuses to start there (see TickerTest)
     MemoryRateLimiter l = MemoryRateLimiter.builder(Policy.fixedWindow("p", 1, MINUTE)).ticker(t).build();
     Decision d = l.tryAcquire("k");
     assertThat(d.allowed()).isFalse();
