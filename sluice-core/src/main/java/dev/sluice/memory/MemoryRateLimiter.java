@@ -35,7 +35,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * that is later. A client that waits it gets in unless another took the place first; {@link #peek}
  * gives the same refusal. Tracked keys keep their counts and are never evicted, so a spray of unique
  * keys can neither exhaust memory nor reset anybody's window. {@link #trackedKeys()} never exceeds
- * {@code maxKeys}: a place is reserved by compare-and-set before an entry is put.
+ * {@code maxKeys}: a place is reserved by compare-and-set before an entry is put. A few fixed keys
+ * that every call is charged to (a global ceiling's) can be {@linkplain #pin pinned} outside
+ * {@code maxKeys}, so that no spray can crowd them out.
  *
  * <p><b>Structure.</b> One {@link ConcurrentHashMap} per policy from key to entry. An entry is a
  * bare {@code long[]}: the reference model's state words ({@link ReferenceModel#stateWords}: two for
@@ -125,8 +127,8 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   }
 
   /**
-   * Keys tracked right now, over every policy this limiter has seen. Never above {@code maxKeys},
-   * even while threads race for the last places.
+   * Keys tracked right now, over every policy this limiter has seen, pinned keys ({@link #pin}) not
+   * counted. Never above {@code maxKeys}, even while threads race for the last places.
    */
   public int trackedKeys() {
     return size.get();
@@ -200,7 +202,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       } finally {
         unlock(w, !out.allowed());
       }
-      noteExpiry(expiry); // lowers the bookkeeping at a fresh entry's first step, mostly: see insert()
+      noteExpiry(t, e, expiry); // lowers the bookkeeping at a fresh entry's first step, mostly: see insert()
       if (out.allowed() && t.siblings) {
         evictSiblings(t, key);
       }
@@ -260,7 +262,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       } finally {
         unlock(w, !out.allowed());
       }
-      noteExpiry(expiry);
+      noteExpiry(t, e, expiry);
       if (out.allowed() && t.siblings) {
         evictSiblings(t, key);
       }
@@ -291,7 +293,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     Outcome out = new Outcome();
     Object e = t.map.get(key);
     if (e == null) {
-      if (!room(now)) {
+      if (!room(t, key, now)) {
         return tableFull(p, now);
       }
       peekFresh(p, now, out);
@@ -363,7 +365,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
         ReferenceModel.refund(p.algorithm(), w, now, ticket.permits(), ticket.stamp(), out);
       }
       if (out.wrote()) {
-        noteExpiry(expiresAt(p, e, w)); // a refund can bring a bucket's expiry closer
+        noteExpiry(t, e, expiresAt(p, e, w)); // a refund can bring a bucket's expiry closer
       }
     } finally {
       unlock(w);
@@ -408,6 +410,9 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       for (Table t : tables.values()) {
         for (Map.Entry<String, Object> me : t.map.entrySet()) {
           Object e = me.getValue();
+          if (t.pins && t.uncounted.contains(e)) {
+            continue; // pinned: reclaiming it would free no place
+          }
           long[] w = words(e);
           if (!lock(w)) {
             continue; // already reset
@@ -433,19 +438,27 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
    * Adds an entry for an untracked key; null when the table is full and nothing could be reclaimed.
    * A place is reserved before the entry is put and given back after an entry is removed, so the
    * entries in the tables never outnumber {@code size}, and {@code size} never passes {@code maxKeys}.
-   * The new entry's expiry enters the earliest-expiry bookkeeping after
+   * A pinned key takes no place. The new entry's expiry enters the earliest-expiry bookkeeping after
    * its first step, when it is known ({@link #acquire}); until then its state is empty, so a scan
    * may reclaim it, which costs its caller a second lookup at worst.
    */
   private Object insert(Table t, String key, long now) {
-    if (!reserve(now)) {
+    boolean pinned = t.pins && t.pinned.contains(key);
+    if (!pinned && !reserve(now)) {
       return null;
     }
     Algorithm alg = t.policy.algorithm();
     Object fresh = alg instanceof Algorithm.SlidingLog ? new LogEntry() : new long[ReferenceModel.stateWords(alg) + 1];
+    if (pinned) {
+      t.uncounted.add(fresh);
+    }
     Object prior = t.map.putIfAbsent(key, fresh);
     if (prior != null) {
-      size.decrementAndGet();
+      if (pinned) {
+        t.uncounted.remove(fresh);
+      } else {
+        size.decrementAndGet();
+      }
       return prior;
     }
     return fresh;
@@ -471,8 +484,8 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
    * reclaim scan runs first when one is due): for {@link #peek}, which must answer what
    * {@code tryAcquire} would.
    */
-  private boolean room(long now) {
-    if (size.get() < maxKeys) {
+  private boolean room(Table t, String key, long now) {
+    if (size.get() < maxKeys || t.pins && t.pinned.contains(key)) {
       return true;
     }
     if (now >= earliestExpiry.get()) {
@@ -494,9 +507,32 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     return Decision.refused(p, Reason.KEY_TABLE_FULL, 0, at, at - now);
   }
 
-  /** Enters an entry's expiry into the earliest-expiry bookkeeping, which times the reclaim scans and a full table's refusals. */
-  private void noteExpiry(long expiry) {
-    if (expiry < earliestExpiry.get()) {
+  /**
+   * Keeps {@code key}'s budget under {@code policy} outside {@code maxKeys}: its entry takes no place
+   * in the table, so no spray of other keys can crowd it out. For the few fixed keys every call is
+   * charged to (a global ceiling's: {@link CeilingRateLimiter} pins its key), never for keys taken
+   * from requests, which would make the table unbounded again. The reclaim scan leaves a pinned
+   * entry alone (removing it would free no place). An entry the key already had keeps its place
+   * until it is reclaimed or reset; it comes back without one. Idempotent.
+   */
+  public MemoryRateLimiter pin(String key, Policy policy) {
+    Checks.key(key, maxKeyLength);
+    Table t = tables.get(TableKey.of(Checks.notNull("policy", policy)));
+    if (t == null) {
+      t = newTable(policy);
+    }
+    t.pinned.add(key);
+    t.pins = true;
+    return this;
+  }
+
+  /**
+   * Enters an entry's expiry into the earliest-expiry bookkeeping, which times the reclaim scans and
+   * a full table's refusals. A pinned entry stays out: it holds no place, so its expiry returns none,
+   * and the scan leaves it alone.
+   */
+  private void noteExpiry(Table t, Object e, long expiry) {
+    if (expiry < earliestExpiry.get() && !(t.pins && t.uncounted.contains(e))) {
       lowerEarliest(expiry);
     }
   }
@@ -524,7 +560,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   /** Marks a locked entry dead and removes it. */
   private void kill(Table t, String key, Object e, long[] w) {
     WORD.setRelease(w, w.length - 1, DEAD);
-    if (t.map.remove(key, e)) {
+    if (t.map.remove(key, e) && !(t.pins && t.uncounted.remove(e))) {
       size.decrementAndGet();
     }
   }
@@ -666,6 +702,12 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     /** True when another algorithm has a table under the same name. */
     volatile boolean siblings;
     final ConcurrentHashMap<String, Object> map = new ConcurrentHashMap<>();
+    /** True once a key was pinned here: only then do inserts and removals consult the two sets below. */
+    volatile boolean pins;
+    /** The pinned keys ({@link #pin}). */
+    final java.util.Set<String> pinned = ConcurrentHashMap.newKeySet();
+    /** The entries that took no place in {@code size} (pinned), by identity (entries do not override equals). */
+    final java.util.Set<Object> uncounted = ConcurrentHashMap.newKeySet();
 
     Table(Policy policy) {
       this.policy = policy;
