@@ -18,7 +18,12 @@ public interface Ticker {
     return SystemTicker.INSTANCE;
   }
 
-  /** A ticker that moves only when told to, starting at {@code startMicros}. */
+  /**
+   * A ticker that moves only when told to, starting at {@code startMicros}.
+   *
+   * @throws IllegalArgumentException when {@code startMicros} is outside 1..2^52: limiters refuse
+   *     such a reading as {@code INVALID_CLOCK}, so every decision on the ticker would be refused
+   */
   static ManualTicker manual(long startMicros) {
     return new ManualTicker(startMicros);
   }

@@ -69,12 +69,16 @@ import java.util.function.IntFunction;
  * An allowed decision reports the most restrictive leg (least remaining, then latest reset) and
  * carries one ticket that refunds every leg and the shared state. A refused decision reports the
  * refusing leg with the longest {@code retryAfter} (then least remaining) among the legs consulted.
- * A leg that throws anything but {@link IllegalArgumentException} is counted in
- * {@link CompositionStats#legErrors()} and the call is refused with {@link Reason#STORE_UNAVAILABLE},
- * {@link Path#FAILURE_MODE} and a 1 s {@code retryAfter}: a leg that cannot say whether it can
- * afford the request is not a leg that should be charged. An {@link IllegalArgumentException} from a
- * leg (a key over the memory tier's length cap) is a programmer error and is rethrown, after the
- * legs already charged were refunded.
+ * Whatever a leg throws, the legs already charged on the call are refunded first. Then: an
+ * {@link IllegalArgumentException} (a key over the memory tier's length cap) is a programmer error
+ * and is rethrown, not counted; an {@link Error} (out of memory, a stack overflow) is counted in
+ * {@link CompositionStats#legErrors()} and rethrown, since nothing sensible can be decided in its
+ * place; any other throwable (an unchecked exception, or a checked one thrown sneakily) is counted
+ * in {@link CompositionStats#legErrors()} and the call is refused with {@link Reason#STORE_UNAVAILABLE},
+ * {@link Path#FAILURE_MODE} and the {@code failureRetry} wait (1 s by default): a leg that cannot say
+ * whether it can afford the request is not a leg that should be charged. A refund that throws while
+ * compensating counts as a failed compensation, the other legs are still refunded, and an Error from
+ * it is rethrown once they are.
  *
  * <h2>Keyed compositions (hashed slots)</h2>
  * With {@link Builder#slots(int)} the legs are given as factories, and a key is hashed (with a
@@ -311,7 +315,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
         d = s.clocked[i] != null ? s.clocked[i].peekAt(k, s.policies[i], nowMicros) : s.legs[i].peek(k, s.policies[i]);
       } catch (IllegalArgumentException e) {
         throw e;
-      } catch (RuntimeException e) {
+      } catch (Throwable e) {
         return legError(s, i, e, nowMicros);
       }
       best = best == null ? d : mostRestrictive(best, d);
@@ -568,7 +572,8 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     } catch (IllegalArgumentException e) {
       compensate(s, got, sd, now);
       throw e;
-    } catch (RuntimeException e) {
+    } catch (Throwable e) {
+      // Whatever was thrown (an Error, a checked exception thrown sneakily): no leg stays charged.
       compensate(s, got, sd, now);
       return legError(s, current, e, now);
     }
@@ -606,28 +611,53 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     return Decision.of(true, reason, path, best.policy(), best.remaining(), best.resetAtMicros(), 0, composed);
   }
 
+  /**
+   * Refunds every leg charged on this call. A refund that throws an {@link Error} counts as failed;
+   * the other legs are refunded all the same, and the first such Error is rethrown at the end.
+   */
   private void compensate(LegSet s, Decision[] got, Decision sd, long now) {
+    Error error = null;
     for (int i = 0; i < got.length; i++) {
       Decision d = got[i];
       if (d != null && d.ticket().isPresent()) {
         compensations.increment();
-        if (refundLeg(s, i, d.ticket().get(), now) == Refund.FAILED) {
+        Refund r;
+        try {
+          r = refundLeg(s, i, d.ticket().get(), now);
+        } catch (Error e) {
+          error = error == null ? e : error;
+          r = Refund.FAILED;
+        }
+        if (r == Refund.FAILED) {
           failedCompensations.increment();
         }
       }
     }
     if (sd != null && sd.ticket().isPresent()) {
       compensations.increment();
-      if (refundShared(sd.ticket().get()) == Refund.FAILED) {
+      Refund r;
+      try {
+        r = refundShared(sd.ticket().get());
+      } catch (Error e) {
+        error = error == null ? e : error;
+        r = Refund.FAILED;
+      }
+      if (r == Refund.FAILED) {
         failedCompensations.increment();
       }
     }
+    if (error != null) {
+      throw error;
+    }
   }
 
+  /** Never throws but an {@link Error}, after counting nothing: the caller counts a failed refund. */
   private Refund refundLeg(LegSet s, int i, Ticket t, long now) {
     try {
       return s.clocked[i] != null ? s.clocked[i].refundAt(t, now) : s.legs[i].refund(t);
-    } catch (RuntimeException e) {
+    } catch (Error e) {
+      throw e;
+    } catch (Throwable e) {
       warn("a leg's refund threw; that leg stays stricter until its window rolls", e);
       return Refund.FAILED;
     }
@@ -636,14 +666,23 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
   private Refund refundShared(Ticket t) {
     try {
       return shared.refund(t);
-    } catch (RuntimeException e) {
+    } catch (Error e) {
+      throw e;
+    } catch (Throwable e) {
       warn("the shared state's refund threw; the shared budget stays stricter until its window rolls", e);
       return Refund.FAILED;
     }
   }
 
-  private Decision legError(LegSet s, int i, RuntimeException e, long now) {
+  /**
+   * A leg threw {@code e} (the legs charged before it are already refunded): counted in legErrors; an
+   * {@link Error} is rethrown, anything else refuses the call.
+   */
+  private Decision legError(LegSet s, int i, Throwable e, long now) {
     legErrors.increment();
+    if (e instanceof Error err) {
+      throw err;
+    }
     warn("a composition leg threw; the call is refused (counted in legErrors)", e);
     return failure(s.policies[Math.max(0, i)], Reason.STORE_UNAVAILABLE, now, null);
   }

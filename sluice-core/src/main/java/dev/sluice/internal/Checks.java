@@ -161,6 +161,20 @@ public final class Checks {
     }
   }
 
+  /**
+   * The start of a {@link dev.sluice.ManualTicker}: a reading some limiter accepts, 1..2^52 us. The
+   * memory tier refuses readings at or before the epoch, the shared stores also those past
+   * {@link #MAX_EXACT}, each as {@code INVALID_CLOCK}.
+   */
+  public static long tickerStart(long micros) {
+    if (micros < 1 || micros > MAX_EXACT) {
+      throw new IllegalArgumentException("ticker start " + micros + " us is outside 1..2^52 (microseconds since the epoch); "
+          + "limiters refuse such a reading as INVALID_CLOCK (every tier at or before the epoch, the shared stores past 2^52), "
+          + "so every decision on this ticker would be refused; start at a real instant such as 1_700_000_000_000_000");
+    }
+    return micros;
+  }
+
   public static <T> T notNull(String what, T value) {
     if (value == null) {
       throw new IllegalArgumentException(what + " is null");

@@ -13,7 +13,6 @@ import dev.sluice.internal.SeededHash;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import java.security.SecureRandom;
-import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -32,14 +31,26 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@link #reset(String, Policy)} clears a slot's budget but keeps the slot. {@link #occupiedSlots()}
  * counts the slots whose state still matters.
  *
+ * <p><b>Budgets and memory.</b> A budget is the policy name and the key, as in the memory tier: the
+ * slot arrays are kept per budget family (a policy name and an algorithm), so a per-call override
+ * with the same name and other numbers shares the name's array (the numbers of the latest call apply
+ * to the state at its next hit), and one of the same name and another algorithm gets an array of
+ * its own. At most {@link #MAX_FAMILIES} families are kept, each an array of {@code slots + 1}
+ * states: memory is bounded by {@code MAX_FAMILIES * (slots + 1)} states whatever the overrides, and
+ * a call that would add a family past the cap is refused with {@link IllegalArgumentException}.
+ *
  * <p>The exact sliding log is refused: its state grows with its limit and cannot live in a fixed slot.
  */
 public final class HashedSlotRateLimiter implements ClockedRateLimiter {
+  /** The most budget families (policy name and algorithm) one instance keeps, the default policy's included. */
+  public static final int MAX_FAMILIES = 64;
+
   private final Policy policy;
   private final Ticker ticker;
   private final int slots;
   private final long seed;
-  private final ConcurrentHashMap<Policy, long[][]> arrays = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<Family.Key, Family> families = new ConcurrentHashMap<>();
+  private final Family defaultFamily;
   private final Ticket.Issuer issuer = new Ticket.Issuer();
 
   private HashedSlotRateLimiter(Policy policy, int slots, Ticker ticker, long seed) {
@@ -47,7 +58,8 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     this.slots = slots;
     this.ticker = ticker;
     this.seed = seed;
-    arrays.put(policy, newArray(policy));
+    this.defaultFamily = new Family(policy, newArray0(policy, slots));
+    families.put(Family.Key.of(policy), defaultFamily);
   }
 
   /** {@code slots} slots (plus the default slot) for {@code policy}, on the system clock. */
@@ -70,6 +82,11 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     return ticker;
   }
 
+  /** Budget families kept (tests). */
+  int families() {
+    return families.size();
+  }
+
   public int slots() {
     return slots;
   }
@@ -86,11 +103,12 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
   public int occupiedSlots() {
     long now = ticker.nowMicros();
     int n = 0;
-    for (Map.Entry<Policy, long[][]> a : arrays.entrySet()) {
-      for (long[] w : a.getValue()) {
+    for (Family f : families.values()) {
+      Algorithm alg = f.policy.algorithm();
+      for (long[] w : f.slots) {
         MemoryRateLimiter.lock(w);
         try {
-          if (ReferenceModel.expiresAt(a.getKey().algorithm(), w) > now) {
+          if (ReferenceModel.expiresAt(alg, w) > now) {
             n++;
           }
         } finally {
@@ -189,12 +207,33 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
   }
 
   private long[] slot(Policy p, String key) {
-    long[][] a = p == policy ? arrays.get(policy) : arrays.computeIfAbsent(Checks.notNull("policy", p), this::newArray);
-    return a[slotOf(key)];
+    Family f = p == policy ? defaultFamily : family(Checks.notNull("policy", p));
+    if (f.policy != p) {
+      f.policy = p; // the latest numbers of the name time the slots' expiry
+    }
+    return f.slots[slotOf(key)];
   }
 
-  private long[][] newArray(Policy p) {
-    return newArray0(p, slots);
+  private Family family(Policy p) {
+    Family.Key k = Family.Key.of(p);
+    Family f = families.get(k);
+    if (f != null) {
+      return f;
+    }
+    synchronized (families) { // so the cap is exact when threads race for new families
+      f = families.get(k);
+      if (f == null) {
+        if (families.size() >= MAX_FAMILIES) {
+          throw new IllegalArgumentException("policy '" + p.name() + "' (" + p.algorithm().getClass().getSimpleName()
+              + ") would be budget family " + (families.size() + 1) + " of this HashedSlotRateLimiter, which holds at most "
+              + MAX_FAMILIES + " (a family is a policy name and an algorithm, each a fixed array of " + (slots + 1)
+              + " slots): reuse a policy name for overrides of its numbers, or give the other policies a limiter of their own");
+        }
+        f = new Family(p, newArray0(p, slots));
+        families.put(k, f);
+      }
+      return f;
+    }
   }
 
   private static long[][] newArray0(Policy p, int slots) {
@@ -207,5 +246,22 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       a[i] = new long[ReferenceModel.stateWords(p.algorithm()) + 1]; // state words, then the lock word
     }
     return a;
+  }
+
+  /** The slots of one budget family and the latest policy decided under it. */
+  private static final class Family {
+    volatile Policy policy;
+    final long[][] slots;
+
+    Family(Policy policy, long[][] slots) {
+      this.policy = policy;
+      this.slots = slots;
+    }
+
+    record Key(String name, Class<?> algorithm) {
+      static Key of(Policy p) {
+        return new Key(p.name(), p.algorithm().getClass());
+      }
+    }
   }
 }

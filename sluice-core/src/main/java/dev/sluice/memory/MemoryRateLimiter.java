@@ -30,9 +30,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p><b>Bounded.</b> At most {@code maxKeys} keys are tracked (default 10,000), each of at most
  * {@code maxKeyLength} UTF-16 code units (default 512; an emoji counts two). When the table is full
  * and no tracked key has expired, a check for an untracked key is refused with
- * {@link Reason#KEY_TABLE_FULL} and a {@code retryAfter} until the earliest tracked entry expires.
- * Tracked keys keep their counts and are never evicted, so a spray of unique keys can neither
- * exhaust memory nor reset anybody's window.
+ * {@link Reason#KEY_TABLE_FULL} and a {@code retryAfter} until the earliest tracked entry can be
+ * reclaimed: its expiry, or the moment the next reclaim scan may run (50 ms after the last) when
+ * that is later. A client that waits it gets in unless another took the place first; {@link #peek}
+ * gives the same refusal. Tracked keys keep their counts and are never evicted, so a spray of unique
+ * keys can neither exhaust memory nor reset anybody's window. {@link #trackedKeys()} never exceeds
+ * {@code maxKeys}: a place is reserved by compare-and-set before an entry is put. A few fixed keys
+ * that every call is charged to (a global ceiling's) can be {@linkplain #pin pinned} outside
+ * {@code maxKeys}, so that no spray can crowd them out.
  *
  * <p><b>Structure.</b> One {@link ConcurrentHashMap} per policy from key to entry. An entry is a
  * bare {@code long[]}: the reference model's state words ({@link ReferenceModel#stateWords}: two for
@@ -121,9 +126,21 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     return ticker;
   }
 
-  /** Keys tracked right now, over every policy this limiter has seen. Never above {@code maxKeys}. */
+  /**
+   * Keys tracked right now, over every policy this limiter has seen, pinned keys ({@link #pin}) not
+   * counted. Never above {@code maxKeys}, even while threads race for the last places.
+   */
   public int trackedKeys() {
     return size.get();
+  }
+
+  /** Entries in the tables right now (tests: at rest it equals {@link #trackedKeys()}). */
+  int entries() {
+    int n = 0;
+    for (Table t : tables.values()) {
+      n += t.map.size();
+    }
+    return n;
   }
 
   public int maxKeys() {
@@ -164,8 +181,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     while (true) {
       Object e = entry(t, key, now);
       if (e == null) {
-        long at = Math.max(earliestExpiry.get(), lastScanAt + RECLAIM_FLOOR_MICROS);
-        return Decision.refused(p, Reason.KEY_TABLE_FULL, 0, at, at - now);
+        return tableFull(p, now);
       }
       now = Math.max(now, lastScanAt); // see reclaim(): never decide before a scan that reclaimed
       long[] w = words(e);
@@ -175,15 +191,18 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       if (!lock(w)) {
         continue; // reclaimed or reset under us: look it up again
       }
+      long expiry;
       try {
         if (e instanceof LogEntry log) {
           log.log.acquire((Algorithm.SlidingLog) p.algorithm(), now, permits, out);
         } else {
           ReferenceModel.acquire(p.algorithm(), w, now, permits, out);
         }
+        expiry = expiresAt(p, e, w);
       } finally {
         unlock(w, !out.allowed());
       }
+      noteExpiry(t, e, expiry); // lowers the bookkeeping at a fresh entry's first step, mostly: see insert()
       if (out.allowed() && t.siblings) {
         evictSiblings(t, key);
       }
@@ -232,15 +251,18 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       if (!lock(w)) {
         continue;
       }
+      long expiry;
       try {
         if (e instanceof LogEntry log) {
           log.log.acquire((Algorithm.SlidingLog) policy.algorithm(), now, permits, out);
         } else {
           ReferenceModel.acquire(policy.algorithm(), w, now, permits, out);
         }
+        expiry = expiresAt(policy, e, w);
       } finally {
         unlock(w, !out.allowed());
       }
+      noteExpiry(t, e, expiry);
       if (out.allowed() && t.siblings) {
         evictSiblings(t, key);
       }
@@ -271,6 +293,9 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     Outcome out = new Outcome();
     Object e = t.map.get(key);
     if (e == null) {
+      if (!room(t, key, now)) {
+        return tableFull(p, now);
+      }
       peekFresh(p, now, out);
     } else {
       long[] w = words(e);
@@ -340,7 +365,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
         ReferenceModel.refund(p.algorithm(), w, now, ticket.permits(), ticket.stamp(), out);
       }
       if (out.wrote()) {
-        lowerEarliest(expiresAt(p, e, w)); // a refund can bring a bucket's expiry closer
+        noteExpiry(t, e, expiresAt(p, e, w)); // a refund can bring a bucket's expiry closer
       }
     } finally {
       unlock(w);
@@ -385,6 +410,9 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       for (Table t : tables.values()) {
         for (Map.Entry<String, Object> me : t.map.entrySet()) {
           Object e = me.getValue();
+          if (t.pins && t.uncounted.contains(e)) {
+            continue; // pinned: reclaiming it would free no place
+          }
           long[] w = words(e);
           if (!lock(w)) {
             continue; // already reset
@@ -406,28 +434,106 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     }
   }
 
-  /** Adds an entry for an untracked key; null when the table is full and nothing could be reclaimed. */
+  /**
+   * Adds an entry for an untracked key; null when the table is full and nothing could be reclaimed.
+   * A place is reserved before the entry is put and given back after an entry is removed, so the
+   * entries in the tables never outnumber {@code size}, and {@code size} never passes {@code maxKeys}.
+   * A pinned key takes no place. The new entry's expiry enters the earliest-expiry bookkeeping after
+   * its first step, when it is known ({@link #acquire}); until then its state is empty, so a scan
+   * may reclaim it, which costs its caller a second lookup at worst.
+   */
   private Object insert(Table t, String key, long now) {
+    boolean pinned = t.pins && t.pinned.contains(key);
+    if (!pinned && !reserve(now)) {
+      return null;
+    }
+    Algorithm alg = t.policy.algorithm();
+    Object fresh = alg instanceof Algorithm.SlidingLog ? new LogEntry() : new long[ReferenceModel.stateWords(alg) + 1];
+    if (pinned) {
+      t.uncounted.add(fresh);
+    }
+    Object prior = t.map.putIfAbsent(key, fresh);
+    if (prior != null) {
+      if (pinned) {
+        t.uncounted.remove(fresh);
+      } else {
+        size.decrementAndGet();
+      }
+      return prior;
+    }
+    return fresh;
+  }
+
+  /** Takes one of the {@code maxKeys} places, reclaiming once if none is free; false when the table is full. */
+  private boolean reserve(long now) {
     for (int attempt = 0; ; attempt++) {
-      if (size.incrementAndGet() > maxKeys) {
-        size.decrementAndGet();
-        if (attempt == 0 && now >= earliestExpiry.get()) {
-          reclaim(now, false);
-          continue;
+      for (int n = size.get(); n < maxKeys; n = size.get()) {
+        if (size.compareAndSet(n, n + 1)) {
+          return true;
         }
-        return null;
       }
-      Algorithm alg = t.policy.algorithm();
-      Object fresh = alg instanceof Algorithm.SlidingLog ? new LogEntry() : new long[ReferenceModel.stateWords(alg) + 1];
-      Object prior = t.map.putIfAbsent(key, fresh);
-      if (prior != null) {
-        size.decrementAndGet();
-        return prior;
+      if (attempt > 0 || now < earliestExpiry.get()) {
+        return false;
       }
-      // The step that follows sets its real expiry; until then it is reclaimable, which costs a
-      // retry at worst. Aim the next scan at it if it is the earliest.
-      lowerEarliest(now + 1);
-      return fresh;
+      reclaim(now, false);
+    }
+  }
+
+  /**
+   * True when an untracked {@code key} could be inserted now, as {@link #insert} would find (a
+   * reclaim scan runs first when one is due): for {@link #peek}, which must answer what
+   * {@code tryAcquire} would.
+   */
+  private boolean room(Table t, String key, long now) {
+    if (size.get() < maxKeys || t.pins && t.pinned.contains(key)) {
+      return true;
+    }
+    if (now >= earliestExpiry.get()) {
+      reclaim(now, false);
+    }
+    return size.get() < maxKeys;
+  }
+
+  /**
+   * The refusal of an untracked key on a full table: wait until the earliest tracked entry can be
+   * reclaimed, and no less than until the next scan may run (50 ms after the last one).
+   */
+  private Decision tableFull(Policy p, long now) {
+    long earliest = earliestExpiry.get();
+    if (earliest == Long.MAX_VALUE) {
+      earliest = now + 1; // every entry is new and before its first step: one is about to be known
+    }
+    long at = Math.max(earliest, lastScanAt + RECLAIM_FLOOR_MICROS);
+    return Decision.refused(p, Reason.KEY_TABLE_FULL, 0, at, at - now);
+  }
+
+  /**
+   * Keeps {@code key}'s budget under {@code policy} outside {@code maxKeys}: its entry takes no place
+   * in the table, so no spray of other keys can crowd it out. For the few fixed keys every call is
+   * charged to (a global ceiling's: {@link CeilingRateLimiter} pins its key), never for keys taken
+   * from requests, which would make the table unbounded again. The reclaim scan leaves a pinned
+   * entry alone (removing it would free no place). An entry the key already had keeps its place
+   * until it is reclaimed or reset; it comes back without one. Idempotent.
+   */
+  public MemoryRateLimiter pin(String key, Policy policy) {
+    Checks.key(key, maxKeyLength);
+    Table t = tables.get(TableKey.of(Checks.notNull("policy", policy)));
+    if (t == null) {
+      t = newTable(policy);
+    }
+    t.pinned.add(key);
+    t.pins = true;
+    return this;
+  }
+
+  /**
+   * Enters an entry's expiry into the earliest-expiry bookkeeping, which times the reclaim scans and
+   * a full table's refusals. A pinned entry stays out: it holds no place, so its expiry returns none,
+   * and the scan leaves it alone.
+   */
+  private void noteExpiry(Table t, Object e, long expiry) {
+    if (expiry < earliestExpiry.get() && !(t.pins && t.uncounted.contains(e))) {
+      lowerEarliest(expiry);
     }
   }
 
@@ -454,7 +560,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   /** Marks a locked entry dead and removes it. */
   private void kill(Table t, String key, Object e, long[] w) {
     WORD.setRelease(w, w.length - 1, DEAD);
-    if (t.map.remove(key, e)) {
+    if (t.map.remove(key, e) && !(t.pins && t.uncounted.remove(e))) {
       size.decrementAndGet();
     }
   }
@@ -596,6 +702,12 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     /** True when another algorithm has a table under the same name. */
     volatile boolean siblings;
     final ConcurrentHashMap<String, Object> map = new ConcurrentHashMap<>();
+    /** True once a key was pinned here: only then do inserts and removals consult the two sets below. */
+    volatile boolean pins;
+    /** The pinned keys ({@link #pin}). */
+    final java.util.Set<String> pinned = ConcurrentHashMap.newKeySet();
+    /** The entries that took no place in {@code size} (pinned), by identity (entries do not override equals). */
+    final java.util.Set<Object> uncounted = ConcurrentHashMap.newKeySet();
 
     Table(Policy policy) {
       this.policy = policy;

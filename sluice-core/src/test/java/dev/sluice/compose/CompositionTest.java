@@ -178,6 +178,36 @@ class CompositionTest {
     assertThat(all.stats().legErrors()).isZero();
   }
 
+  /**
+   * Issue 14.7: a leg that threw an Error (or a checked exception thrown sneakily) escaped the
+   * composition, left the legs charged before it charged, and was not counted in legErrors. Whatever
+   * a leg throws, the charged legs are refunded and it is counted; an Error propagates, any other
+   * throwable is a refusal like a RuntimeException.
+   */
+  @Test
+  void aLegThatThrowsAnErrorEscapedUncompensatedAndUncounted() {
+    var p = new Legs.Plain(Legs.memory(Policy.fixedWindow("p", 5, Duration.ofSeconds(10)), ticker));
+    var error = new Legs.Throwing(Policy.fixedWindow("error", 5, Duration.ofSeconds(10)), new StackOverflowError("deep"));
+    Composition withError = RateLimiters.all(p, error);
+    assertThatThrownBy(() -> withError.tryAcquire("k")).isInstanceOf(StackOverflowError.class).hasMessage("deep");
+    assertThat(p.netCharged()).as("the plain leg, charged first, was refunded").isZero();
+    assertThat(withError.stats().legErrors()).isEqualTo(1);
+    assertThatThrownBy(() -> withError.peek("k")).isInstanceOf(StackOverflowError.class);
+    assertThat(withError.stats().legErrors()).isEqualTo(2);
+
+    var q = new Legs.Plain(Legs.memory(Policy.fixedWindow("q", 5, Duration.ofSeconds(10)), ticker));
+    var checked = new Legs.Throwing(Policy.fixedWindow("checked", 5, Duration.ofSeconds(10)), new java.io.IOException("socket"));
+    Composition withChecked = RateLimiters.all(q, checked);
+    Decision d = withChecked.tryAcquire("k");
+    assertThat(d.allowed()).isFalse();
+    assertThat(d.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
+    assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
+    assertThat(q.netCharged()).isZero();
+    assertThat(withChecked.stats().legErrors()).isEqualTo(1);
+    assertThat(withChecked.peek("k").reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
+    assertThat(withChecked.stats().legErrors()).isEqualTo(2);
+  }
+
   /** Issue 13: a composition refused every failure with a fixed 1 s, whatever was configured. */
   @Test
   void aFailureRefusalWaitsTheConfiguredFailureRetry() {

@@ -129,24 +129,31 @@ final class Legs {
   }
 
   /** A leg that throws (a broken custom clock, a third-party leg that cannot answer). */
+  /** A leg that throws {@code error} from every call: an unchecked exception, an Error, or a checked exception thrown sneakily. */
   static class Throwing implements RateLimiter {
     final Policy policy;
-    final RuntimeException error;
+    final Throwable error;
 
-    Throwing(Policy policy, RuntimeException error) {
+    Throwing(Policy policy, Throwable error) {
       this.policy = policy;
       this.error = error;
     }
 
     @Override public Policy policy() { return policy; }
 
-    @Override public Decision tryAcquire(String key, long permits, Policy p) { throw error; }
+    @Override public Decision tryAcquire(String key, long permits, Policy p) { throw Legs.<RuntimeException>sneaky(error); }
 
-    @Override public Decision peek(String key, Policy p) { throw error; }
+    @Override public Decision peek(String key, Policy p) { throw Legs.<RuntimeException>sneaky(error); }
 
-    @Override public Refund refund(Ticket ticket) { throw error; }
+    @Override public Refund refund(Ticket ticket) { throw Legs.<RuntimeException>sneaky(error); }
 
     @Override public void reset(String key, Policy p) {}
+  }
+
+  /** Throws {@code t} whatever its type: the compiler takes it for a {@code T}. */
+  @SuppressWarnings("unchecked")
+  static <T extends Throwable> T sneaky(Throwable t) throws T {
+    throw (T) t;
   }
 
   /** A ticker that counts its readings. */

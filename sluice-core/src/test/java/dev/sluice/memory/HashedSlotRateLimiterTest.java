@@ -90,4 +90,38 @@ class HashedSlotRateLimiterTest {
     assertThatThrownBy(() -> HashedSlotRateLimiter.of(p, 0)).isInstanceOf(IllegalArgumentException.class)
         .hasMessage("slots 0 is not positive; it must be at least 1");
   }
+
+  /**
+   * Issue 14.5: every distinct per-call override policy got an array of its own: 5,000 overrides took
+   * about 211 MiB and occupiedSlots() said 5,000 with 1,024 slots. Arrays are keyed by budget family
+   * (policy name and algorithm), as in the memory tier, so 10^5 distinct overrides of a few names
+   * occupy a few arrays, and a family past the cap is refused with a clear error.
+   */
+  @Test
+  void hashedSlotMemoryGrewWithDistinctOverridePolicies() {
+    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 16, Ticker.manual(T0));
+    for (int i = 0; i < 100_000; i++) {
+      Policy override = Policy.fixedWindow("override-" + i % 8, 1 + i, Duration.ofSeconds(1 + i % 60));
+      l.tryAcquire("k" + i, 1, override);
+    }
+    assertThat(l.families()).isEqualTo(9); // p and the eight override names
+    assertThat(l.occupiedSlots()).isLessThanOrEqualTo(8 * 17);
+
+    // A budget is the policy name and the key: other numbers under one name share the state.
+    l.tryAcquire("a", 3, p);
+    assertThat(l.tryAcquire("a", 1, Policy.fixedWindow("p", 4, Duration.ofMinutes(1))).remaining()).isZero();
+
+    HashedSlotRateLimiter capped = HashedSlotRateLimiter.of(p, 16, Ticker.manual(T0));
+    for (int i = 1; i < HashedSlotRateLimiter.MAX_FAMILIES; i++) {
+      capped.tryAcquire("k", 1, Policy.fixedWindow("n" + i, 3, Duration.ofMinutes(1)));
+    }
+    assertThat(capped.families()).isEqualTo(HashedSlotRateLimiter.MAX_FAMILIES);
+    assertThatThrownBy(() -> capped.tryAcquire("k", 1, Policy.fixedWindow("one-too-many", 3, Duration.ofMinutes(1))))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("policy 'one-too-many' (FixedWindow) would be budget family 65 of this HashedSlotRateLimiter, which holds "
+            + "at most 64 (a family is a policy name and an algorithm, each a fixed array of 17 slots): reuse a policy "
+            + "name for overrides of its numbers, or give the other policies a limiter of their own");
+    // The families it has keep working.
+    assertThat(capped.tryAcquire("k", 1, Policy.fixedWindow("n1", 3, Duration.ofMinutes(1))).allowed()).isTrue();
+  }
 }

@@ -10,9 +10,13 @@ import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
 import dev.sluice.Ticker;
+import dev.sluice.compose.WaitingLimiter;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 class MemoryRateLimiterTest {
@@ -145,7 +149,7 @@ class MemoryRateLimiterTest {
 
   @Test
   void aClockAtOrBeforeTheEpochIsInvalid() {
-    ManualTicker t = Ticker.manual(0);
+    Ticker t = () -> 0; // a ManualTicker refuses to start there (see TickerTest)
     MemoryRateLimiter l = MemoryRateLimiter.builder(Policy.fixedWindow("p", 1, MINUTE)).ticker(t).build();
     Decision d = l.tryAcquire("k");
     assertThat(d.allowed()).isFalse();
@@ -227,5 +231,121 @@ class MemoryRateLimiterTest {
     long admitted = consumed.get() + perWindow.values().stream().mapToLong(c -> c.get()).sum();
     // 200 windows, each filled before the clock moved on, none beyond its limit.
     assertThat(admitted).isEqualTo(50L * 200);
+  }
+
+  /**
+   * Issue 14.1: with maxKeys(3) filled at one instant, an untracked key was refused with a retryAfter
+   * of 1 us (or at most the 50 ms scan floor) though the earliest entry expires in 10 s: a fresh entry's
+   * provisional expiry (now + 1) stood in the earliest-expiry bookkeeping. The retry is the real moment
+   * capacity returns, exact under a fake clock, and a waiting client is admitted on its first retry.
+   */
+  @Test
+  void fullTableWrongRetryIsNowTheEarliestReclaimableExpiry() {
+    ManualTicker t = Ticker.manual(T0);
+    Policy p = Policy.fixedWindow("p", 5, Duration.ofSeconds(10));
+    MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).maxKeys(3).build();
+    for (String k : List.of("a", "b", "c")) {
+      assertThat(l.tryAcquire(k).allowed()).isTrue();
+    }
+    Decision full = l.tryAcquire("d");
+    assertThat(full.reason()).isEqualTo(Reason.KEY_TABLE_FULL);
+    assertThat(full.retryAfterMicros()).isEqualTo(10_000_000);
+    assertThat(full.resetAtMicros()).isEqualTo(T0 + 10_000_000);
+    t.advance(Duration.ofSeconds(1));
+    assertThat(l.tryAcquire("a").allowed()).isTrue();
+    assertThat(l.tryAcquire("e").retryAfterMicros()).isEqualTo(9_000_000);
+
+    // A client that waits what it is told is admitted on its first retry.
+    List<Long> parks = new ArrayList<>();
+    WaitingLimiter w = WaitingLimiter.builder(l).parker(us -> {
+      parks.add(us);
+      t.advanceMicros(us);
+    }).build();
+    assertThat(w.acquire("d", 1, Duration.ofSeconds(20)).allowed()).isTrue();
+    assertThat(parks).containsExactly(9_000_000L);
+
+    // Within 50 ms of a scan, the retry is the scan floor, exactly: that is when the next scan may run.
+    ManualTicker t2 = Ticker.manual(T0);
+    MemoryRateLimiter f = MemoryRateLimiter.builder(Policy.fixedWindow("f", 5, Duration.ofMillis(10))).ticker(t2).maxKeys(3).build();
+    f.tryAcquire("a");
+    t2.advance(Duration.ofMillis(10)); // a's window ends: this check scans and reclaims it
+    for (String k : List.of("a", "b", "c")) {
+      assertThat(f.tryAcquire(k).allowed()).isTrue();
+    }
+    assertThat(f.reclaimScans()).isEqualTo(1);
+    Decision floor = f.tryAcquire("d");
+    assertThat(floor.reason()).isEqualTo(Reason.KEY_TABLE_FULL);
+    assertThat(floor.retryAfterMicros()).isEqualTo(50_000);
+    t2.advanceMicros(49_999);
+    assertThat(f.tryAcquire("d").retryAfterMicros()).isEqualTo(1);
+    t2.advanceMicros(1);
+    assertThat(f.tryAcquire("d").allowed()).isTrue();
+  }
+
+  /**
+   * Issue 14.2: on a full table peek("b") said allowed with remaining = limit, and tryAcquire("b") was
+   * then refused KEY_TABLE_FULL. A peek answers what tryAcquire would.
+   */
+  @Test
+  void peekLiedOnAFullTable() {
+    ManualTicker t = Ticker.manual(T0);
+    Policy p = Policy.fixedWindow("p", 5, Duration.ofSeconds(10));
+    MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).maxKeys(1).build();
+    assertThat(l.tryAcquire("a").allowed()).isTrue();
+    Decision peek = l.peek("b");
+    Decision acquire = l.tryAcquire("b");
+    assertThat(peek.allowed()).isFalse();
+    assertThat(peek.reason()).isEqualTo(Reason.KEY_TABLE_FULL);
+    assertThat(peek.retryAfterMicros()).isEqualTo(acquire.retryAfterMicros()).isEqualTo(10_000_000);
+    assertThat(peek.resetAtMicros()).isEqualTo(acquire.resetAtMicros());
+    assertThat(peek.remaining()).isEqualTo(acquire.remaining()).isZero();
+    // Once a's entry can be reclaimed, both admit b again.
+    t.advance(Duration.ofSeconds(10));
+    assertThat(l.peek("b").allowed()).isTrue();
+    assertThat(l.peek("b").remaining()).isEqualTo(5);
+    assertThat(l.tryAcquire("b").allowed()).isTrue();
+  }
+
+  /**
+   * Issue 14.6: trackedKeys() read 103 and 104 with maxKeys(100) under 8 threads: the count was
+   * raised before it was checked. Eight threads spray fresh keys while the clock rolls the windows
+   * (so scans reclaim and the table refills, round after round); a sampler never sees the count above
+   * the cap, and at rest it is exactly the number of entries in the tables.
+   */
+  @Test
+  void trackedKeysWentAboveMaxKeysUnderConcurrency() throws Exception {
+    ManualTicker t = Ticker.manual(T0);
+    MemoryRateLimiter l = MemoryRateLimiter.builder(Policy.fixedWindow("p", 1, Duration.ofMillis(1))).ticker(t).maxKeys(100).build();
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicLong calls = new AtomicLong();
+    List<Thread> threads = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      String prefix = "w" + i + "-";
+      Thread th = new Thread(() -> {
+        for (long n = 0; !stop.get(); n++) {
+          l.tryAcquire(prefix + n);
+          calls.incrementAndGet();
+        }
+      });
+      th.start();
+      threads.add(th);
+    }
+    int max = 0;
+    long samples = 0;
+    long deadline = System.nanoTime() + 2_000_000_000L;
+    while (System.nanoTime() < deadline && max <= 100) {
+      max = Math.max(max, l.trackedKeys());
+      if (++samples % 2_000 == 0) {
+        t.advance(Duration.ofMillis(1)); // a round: windows end, a scan reclaims at most every 50 ms
+      }
+    }
+    stop.set(true);
+    for (Thread th : threads) {
+      th.join(10_000);
+    }
+    assertThat(max).as("the most trackedKeys() read over %d samples and %d calls", samples, calls.get())
+        .isLessThanOrEqualTo(100);
+    assertThat(l.reclaimScans()).isPositive();
+    assertThat(l.trackedKeys()).isEqualTo(l.entries()).isLessThanOrEqualTo(100);
   }
 }

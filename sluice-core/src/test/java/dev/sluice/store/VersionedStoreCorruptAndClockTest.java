@@ -114,7 +114,7 @@ class VersionedStoreCorruptAndClockTest {
     for (FailureMode mode : ALL_MODES) {
       FaultyStore store = new FaultyStore();
       Ticket.Issuer issuer = new Ticket.Issuer();
-      VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(reading))
+      VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(() -> reading)
           .failureMode(mode).issuer(issuer).build();
       Decision d = limiter.tryAcquire("k");
       assertThat(d.allowed()).isFalse();

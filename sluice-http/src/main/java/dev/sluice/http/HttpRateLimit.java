@@ -7,6 +7,7 @@ import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
 import dev.sluice.internal.Checks;
+import dev.sluice.memory.CeilingRateLimiter;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -26,10 +27,12 @@ import java.security.NoSuchAlgorithmException;
  * <p><b>Per request.</b> The key resolver names the client ({@link KeyResolver#UNKNOWN} when it
  * cannot); the client's budget is charged; if allowed and a global ceiling is configured, the
  * ceiling's one shared key is charged too, and if the ceiling refuses the client's permit is
- * refunded, so no partial charge is left behind. The answer is the {@link HttpVerdict} of those
- * decisions: a refusal answers 429 with {@code Retry-After} (also for {@link Reason#CONTENTION}: a hot
- * key is load, not an outage); a refusal the limiter could not decide answers 503 with no limit
- * headers; otherwise the limit headers are set and the request proceeds. After the handler,
+ * refunded, so no partial charge is left behind. The ceiling is a {@link CeilingRateLimiter} (the
+ * one implementation of the idea), so in a memory tier its key is pinned and a spray of client
+ * addresses can never crowd it out. The answer is the {@link HttpVerdict} of those decisions: a
+ * refusal answers 429 with {@code Retry-After} (also for {@link Reason#CONTENTION}: a hot key is
+ * load, not an outage); a refusal the limiter could not decide answers 503 with no limit headers;
+ * otherwise the limit headers are set and the request proceeds. After the handler,
  * {@code skipFailedRequests} refunds when it threw or answered 5xx, {@code skipSuccessfulRequests}
  * when it answered below 400.
  */
@@ -45,6 +48,8 @@ public final class HttpRateLimit {
   final KeyResolver keyResolver;
   final RateLimiter ceilingLimiter;
   final Policy ceilingPolicy;
+  /** The client's budget and the ceiling, charged together; null without a ceiling. */
+  final CeilingRateLimiter ceiling;
   final RateLimitHeaders headers;
   final boolean skipFailed;
   final boolean skipSuccessful;
@@ -56,6 +61,7 @@ public final class HttpRateLimit {
     this.keyResolver = b.keyResolver;
     this.ceilingLimiter = b.ceilingLimiter;
     this.ceilingPolicy = b.ceilingPolicy;
+    this.ceiling = b.ceiling;
     this.headers = b.headers;
     this.skipFailed = b.skipFailed;
     this.skipSuccessful = b.skipSuccessful;
@@ -107,16 +113,16 @@ public final class HttpRateLimit {
   /** Decides a request: charges the client's key, then the ceiling. */
   Admission admit(RequestView request) {
     String key = keyOf(request);
-    Decision primary = limiter.tryAcquire(key, 1, policy);
-    Decision ceiling = null;
-    if (primary.allowed() && ceilingLimiter != null) {
-      ceiling = ceilingLimiter.tryAcquire(GLOBAL_KEY, 1, ceilingPolicy);
-      if (!ceiling.allowed()) {
-        // No partial charge: the client's permit goes back.
-        primary.ticket().ifPresent(limiter::refund);
-      }
+    Decision primary;
+    Decision global = null;
+    if (ceiling == null) {
+      primary = limiter.tryAcquire(key, 1, policy);
+    } else {
+      CeilingRateLimiter.Charge c = ceiling.charge(key, 1, policy); // a ceiling refusal refunds the client
+      primary = c.identity();
+      global = c.ceiling();
     }
-    return new Admission(this, HttpVerdict.of(primary, ceiling, ticker.nowMicros(), headers), primary, ceiling);
+    return new Admission(this, HttpVerdict.of(primary, global, ticker.nowMicros(), headers), primary, global);
   }
 
   /** Builds an {@link HttpRateLimit}. */
@@ -126,6 +132,7 @@ public final class HttpRateLimit {
     private KeyResolver keyResolver = KeyResolver.clientAddress();
     private RateLimiter ceilingLimiter;
     private Policy ceilingPolicy;
+    private CeilingRateLimiter ceiling;
     private RateLimitHeaders headers = RateLimitHeaders.all();
     private boolean skipFailed;
     private boolean skipSuccessful;
@@ -196,10 +203,8 @@ public final class HttpRateLimit {
             + "then only 4xx answers would count: choose one");
       }
       Policy client = policy != null ? policy : limiter.policy();
-      if (ceilingPolicy != null && ceilingLimiter == limiter && ceilingPolicy.name().equals(client.name())) {
-        throw new IllegalArgumentException("ceiling policy name '" + ceilingPolicy.name()
-            + "' equals the client policy's; give the ceiling its own name so the budgets stay apart");
-      }
+      ceiling = ceilingPolicy == null ? null : CeilingRateLimiter.builder(limiter, ceilingPolicy)
+          .identityPolicy(client).ceilingLimiter(ceilingLimiter).ceilingKey(GLOBAL_KEY).build();
       if (ticker == null) {
         ticker = limiter instanceof ClockedRateLimiter c ? c.ticker() : Ticker.system();
       }

@@ -29,7 +29,7 @@ class HttpRateLimitTest {
         .hasMessage("skipFailedRequests and skipSuccessfulRequests are both set; then only 4xx answers would count: choose one");
     assertThatThrownBy(() -> HttpRateLimit.builder(limiter).globalCeiling(Policy.fixedWindow("api", 10, Duration.ofSeconds(1))).build())
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("ceiling policy name 'api' equals the client policy's; give the ceiling its own name so the budgets stay apart");
+        .hasMessage("ceiling policy name 'api' equals the identity policy's; give the ceiling its own name so the budgets stay apart");
     assertThatThrownBy(() -> HttpRateLimit.builder(null)).isInstanceOf(IllegalArgumentException.class).hasMessage("limiter is null");
   }
 
@@ -75,5 +75,29 @@ class HttpRateLimitTest {
     Map<String, String> headers = new LinkedHashMap<>();
     a.headers(headers::put);
     assertThat(headers).containsExactly(Map.entry("Retry-After", "1")); // no store answered: no limit headers
+  }
+
+  /**
+   * Issue 14.4, through HTTP: the global ceiling is CeilingRateLimiter's (one implementation), so its
+   * key is pinned in the memory tier too. A spray of client addresses fills the table; the ceiling's
+   * window rolls every second, and the tracked clients are still admitted every time.
+   */
+  @Test void aSprayLockedEveryoneOutOfTheGlobalCeiling() {
+    MemoryRateLimiter small = MemoryRateLimiter.builder(Policy.fixedWindow("api", 100, Duration.ofHours(1))).ticker(ticker).maxKeys(100).build();
+    HttpRateLimit rl = HttpRateLimit.builder(small).globalCeiling(Policy.fixedWindow("ceiling", 1_000, Duration.ofSeconds(1))).build();
+    for (int u = 0; u < 10; u++) {
+      assertThat(rl.admit(new FakeRequest("198.51.100." + u)).verdict).isEqualTo(Admission.PASS);
+    }
+    int admitted = 0;
+    for (int s = 0; s < 55; s++) {
+      ticker.advance(Duration.ofSeconds(1));
+      for (int i = 0; i < 200; i++) {
+        rl.admit(new FakeRequest("10." + s + "." + i / 100 + "." + i % 100));
+      }
+      if (rl.admit(new FakeRequest("198.51.100." + s % 10)).verdict == Admission.PASS) {
+        admitted++;
+      }
+    }
+    assertThat(admitted).isEqualTo(55);
   }
 }

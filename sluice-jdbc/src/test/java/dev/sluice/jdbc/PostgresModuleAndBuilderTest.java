@@ -101,7 +101,7 @@ class PostgresModuleAndBuilderTest {
     }
     assertThat(events).contains("store error", "decision STORE_UNAVAILABLE key=null");
 
-    try (JdbcRateLimiter l = JdbcRateLimiter.builder(P, NOWHERE).ticker(Ticker.manual(0))
+    try (JdbcRateLimiter l = JdbcRateLimiter.builder(P, NOWHERE).ticker(() -> 0)
         .failureMode(FailureMode.open((p, r, e) -> { })).build()) {
       Decision d = l.tryAcquire("user:1");
       assertThat(d.reason()).as("an invalid clock fails closed even in open mode").isEqualTo(Reason.INVALID_CLOCK);

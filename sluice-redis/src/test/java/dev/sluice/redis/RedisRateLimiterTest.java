@@ -86,7 +86,7 @@ class RedisRateLimiterTest {
   }
 
   @Test void anInvalidClockReadingFailsClosedEvenWhenOpen() {
-    ManualTicker ticker = Ticker.manual(0);
+    ManualTicker ticker = Ticker.manual(1); // set to each bad reading below
     AtomicInteger alerts = new AtomicInteger();
     Policy p = Policy.tokenBucket(unique("clock"), 3, 1, Duration.ofSeconds(1));
     try (RedisRateLimiter l = RedisRateLimiter.builder(p, SharedRedis.client()).ticker(ticker)

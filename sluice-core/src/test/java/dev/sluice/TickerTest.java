@@ -1,0 +1,28 @@
+package dev.sluice;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.api.Test;
+
+class TickerTest {
+  /**
+   * Issue 14.8: {@code Ticker.manual(0)} built a ticker on which every decision was INVALID_CLOCK.
+   * A start no limiter accepts is refused when the ticker is built, saying why.
+   */
+  @Test
+  void manualTickerAtZeroMadeEveryDecisionInvalidClock() {
+    assertThatThrownBy(() -> Ticker.manual(0)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("ticker start 0 us is outside 1..2^52 (microseconds since the epoch); limiters refuse such a reading "
+            + "as INVALID_CLOCK (every tier at or before the epoch, the shared stores past 2^52), so every decision on this "
+            + "ticker would be refused; start at a real instant such as 1_700_000_000_000_000");
+    assertThatThrownBy(() -> Ticker.manual(-1)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("ticker start -1 us is outside 1..2^52");
+    assertThatThrownBy(() -> Ticker.manual((1L << 52) + 1)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("ticker start 4503599627370497 us is outside 1..2^52");
+    assertThat(Ticker.manual(1).nowMicros()).isEqualTo(1);
+    assertThat(Ticker.manual(1L << 52).nowMicros()).isEqualTo(1L << 52);
+    // Moving a built ticker out of range stays possible: that is how INVALID_CLOCK is tested.
+    assertThat(Ticker.manual(1).set(0).nowMicros()).isZero();
+  }
+}
