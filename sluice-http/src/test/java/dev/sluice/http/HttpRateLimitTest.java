@@ -86,7 +86,7 @@ class HttpRateLimitTest {
     MemoryRateLimiter small = MemoryRateLimiter.builder(Policy.fixedWindow("api", 100, Duration.ofHours(1))).ticker(ticker).maxKeys(100).build();
     HttpRateLimit rl = HttpRateLimit.builder(small).globalCeiling(Policy.fixedWindow("ceiling", 1_000, Duration.ofSeconds(1))).build();
     for (int u = 0; u < 10; u++) {
-      assertThat(rl.admit(new FakeRequest("198.51.100." + u)).verdict).isEqualTo(Admission.PASS);
+      assertThat(rl.admit(new FakeRequest("198.51.100." + u)).verdict.status()).isEqualTo(HttpVerdict.OK);
     }
     int admitted = 0;
     for (int s = 0; s < 55; s++) {
@@ -94,7 +94,7 @@ class HttpRateLimitTest {
       for (int i = 0; i < 200; i++) {
         rl.admit(new FakeRequest("10." + s + "." + i / 100 + "." + i % 100));
       }
-      if (rl.admit(new FakeRequest("198.51.100." + s % 10)).verdict == Admission.PASS) {
+      if (rl.admit(new FakeRequest("198.51.100." + s % 10)).verdict.status() == HttpVerdict.OK) {
         admitted++;
       }
     }
