@@ -9,7 +9,7 @@
 # environment into an artifact shows up as a mismatch. On a mismatch both trees are kept for
 # comparison (unzip -l, diffoscope) and the script exits 1.
 #
-# It takes about 3 minutes on a 2-core machine. It needs Maven Central (the SBOM plugin does not run
+# It takes 3 to 4 minutes on a 2-core machine. It needs Maven Central (the SBOM plugin does not run
 # offline) unless everything is already in the local repository; it writes nothing to it.
 set -euo pipefail
 
