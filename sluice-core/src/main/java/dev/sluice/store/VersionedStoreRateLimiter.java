@@ -61,7 +61,7 @@ import java.util.concurrent.locks.LockSupport;
  *       {@link Reason#INVALID_CLOCK}, always closed.
  *   <li>{@link dev.sluice.spi.StoreException} or any other exception from the store:
  *       {@link Reason#STORE_UNAVAILABLE}; {@link StoreTimeoutException} or the deadline passing:
- *       {@link Reason#TIMEOUT}; both decided by the {@link FailureMode}. Nothing is thrown to the caller
+ *       {@link Reason#TIMEOUT}; both decided by the {@link dev.sluice.FailureMode}. Nothing is thrown to the caller
  *       but {@link IllegalArgumentException} for a bad argument.
  * </ul>
  *

@@ -45,12 +45,12 @@ import javax.sql.DataSource;
  * <p><b>Deadline.</b> Every call returns within {@link Builder#timeout} (default
  * {@value #DEFAULT_TIMEOUT_MILLIS} ms), covering both connection acquisition and the statement: the
  * JDBC work runs on the limiter's executor and the caller waits at most the deadline. A call that
- * misses it is decided by the {@link FailureMode} with {@link Reason#TIMEOUT}; a store error with
+ * misses it is decided by the {@link dev.sluice.FailureMode} with {@link Reason#TIMEOUT}; a store error with
  * {@link Reason#STORE_UNAVAILABLE}; a malformed row always fails closed with
  * {@link Reason#CORRUPT_STATE}. Nothing but programmer errors ({@link IllegalArgumentException}) is
  * ever thrown from a decision.
  *
- * <p><b>Identity.</b> Rows are keyed by {@link StoredId#policy} and {@link StoredId#key}: neither
+ * <p><b>Identity.</b> Rows are keyed by {@code StoredId.policy} and {@code StoredId.key}: neither
  * the policy name nor the key is ever written.
  *
  * <p>The exact sliding log is refused: its state grows with the limit and does not fit a row.

@@ -48,12 +48,12 @@ import java.util.function.Supplier;
  *       {@code sluice:{<StoredId.key(p, key)>}}: a SHA-256 id, never the raw key or policy name; the hash
  *       tag is the whole id, so every script touches one cluster slot.
  *   <li><b>Time.</b> By default the script reads the Redis server's clock ({@code TIME}), so the clocks
- *       of application instances cannot disagree. {@link Builder#ticker(Ticker)} supplies a clock instead.
+ *       of application instances cannot disagree. {@link Builder#ticker(dev.sluice.Ticker)} supplies a clock instead.
  *   <li><b>Expiry.</b> Every write sets a TTL ending when the state can no longer matter
  *       ({@link dev.sluice.model.ReferenceModel#expiresAt}); run Redis with {@code maxmemory-policy noeviction}.
  *   <li><b>Failure.</b> Every call has a deadline ({@link #DEFAULT_TIMEOUT} unless set). A refused or lost
  *       connection, a timeout, a frozen server, a script error or a corrupt stored value becomes a
- *       {@link Decision} under the {@link FailureMode}; nothing is thrown for store trouble.
+ *       {@link dev.sluice.Decision} under the {@link dev.sluice.FailureMode}; nothing is thrown for store trouble.
  *   <li><b>Algorithms.</b> All five: fixed window, sliding window, token bucket and GCRA keep one short
  *       string per key; the exact sliding log keeps a sorted set with one entry per admitted request in
  *       the window, and reads them all on each call, so it suits small limits.
