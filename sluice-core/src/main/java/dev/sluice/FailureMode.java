@@ -181,10 +181,7 @@ public sealed interface FailureMode permits FailureMode.Closed, FailureMode.Open
   }
 
   private static void checkRetry(Duration retryAfter) {
-    Checks.notNull("retryAfter", retryAfter);
-    if (retryAfter.compareTo(Duration.ofMillis(1)) < 0) {
-      throw new IllegalArgumentException("failure-mode retryAfter " + retryAfter + " is under 1 ms; a refusal must ask for at least 1 ms");
-    }
+    Checks.atLeastOneMilli("failure-mode retryAfter", retryAfter, Checks.REFUSAL_WAIT);
   }
 
   private static Decision refuse(Duration retryAfter, Policy policy, Reason reason, long nowMicros) {

@@ -956,11 +956,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
      * closed without a failure-mode refusal of its own (whose wait is kept). Default 1 s, at least 1 ms.
      */
     public Builder failureRetry(Duration retry) {
-      Checks.notNull("failureRetry", retry);
-      if (retry.compareTo(Duration.ofMillis(1)) < 0) {
-        throw new IllegalArgumentException("failureRetry " + retry + " is under 1 ms; a refusal must ask for at least 1 ms");
-      }
-      this.failureRetry = retry;
+      this.failureRetry = Checks.atLeastOneMilli("failureRetry", retry, Checks.REFUSAL_WAIT);
       return this;
     }
 

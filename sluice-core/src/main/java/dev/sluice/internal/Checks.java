@@ -142,6 +142,9 @@ public final class Checks {
     return value;
   }
 
+  /** The fix a configured refusal wait under 1 ms is told ({@link #atLeastOneMilli}). */
+  public static final String REFUSAL_WAIT = "a refusal must ask for at least 1 ms";
+
   /** The deadline of a store-backed call: 1 ms..1 min, the one rule of every backend's {@code timeout}. */
   public static java.time.Duration timeout(String what, java.time.Duration value) {
     notNull(what, value);
