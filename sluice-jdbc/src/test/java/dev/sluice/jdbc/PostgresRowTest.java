@@ -88,7 +88,8 @@ class PostgresRowTest {
 
   @Test
   void aClockReadingAboveTheStateBoundIsRefusedWithoutTouchingTheStore() {
-    ManualTicker t = Ticker.manual(MAX + 1);
+    ManualTicker t = Ticker.manual(MAX);
+    t.advanceMicros(1); // past the bound: a manual ticker cannot start there, but it can be moved there
     Policy p = Policy.tokenBucket(PostgresTestSupport.name("clock"), 5, 5, Duration.ofSeconds(1));
     List<Reason> reasons = new ArrayList<>();
     try (JdbcRateLimiter l = JdbcRateLimiter.builder(p, PostgresModuleAndBuilderTest.NOWHERE).ticker(t).build()) {
