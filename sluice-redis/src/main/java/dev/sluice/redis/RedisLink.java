@@ -4,13 +4,13 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
-import java.util.HashSet;
-import java.util.Set;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 
 /**
@@ -55,78 +55,47 @@ abstract class RedisLink implements AutoCloseable {
   /**
    * A connection this limiter opened from the user's client, and reopens itself. Lettuce reconnects a
    * dropped connection too, but with an exponential back-off that can reach seconds after a long
-   * outage; this link also tries a fresh connection every {@link #RETRY_NANOS} while it has none, on
-   * connector threads: on a timer from {@code build()} until it is connected (so it decides on Redis as
-   * soon as Redis answers, whether or not decisions are asking), and again whenever a decision finds
-   * the connection gone. Whichever connection comes back first is used; the others are closed.
-   *
-   * <ul>
-   *   <li>An attempt still pending after {@link #STALE_NANOS} (a lost handshake, a server that accepted
-   *       the socket but never answers) no longer holds the next one back; at most
-   *       {@link #MAX_PENDING} are pending at once.
-   *   <li>{@link #close} stops the timer and waits for the attempts in flight, interrupting those still
-   *       pending after {@link #CLOSE_GRACE_NANOS}, and closes whatever they connected: when it returns
-   *       no attempt of this link is inside Lettuce any more, so the client may be shut down at once.
-   * </ul>
+   * outage; this link also tries a fresh connection at most every {@link #RETRY_NANOS} while it has
+   * none, on a background thread, so decisions recover within a fraction of a second of the server
+   * returning. Whichever connection comes back first is used; the other is closed.
    */
   static final class Owned extends RedisLink {
     static final long RETRY_NANOS = 100_000_000L;
-    static final long STALE_NANOS = 1_000_000_000L;
-    static final int MAX_PENDING = 3;
     static final long INITIAL_WAIT_MILLIS = 2_000;
-    static final long CLOSE_GRACE_NANOS = 200_000_000L;
-    /** How long close() waits for interrupted attempts to leave Lettuce (they leave at once). */
-    static final long CLOSE_LIMIT_NANOS = 2_000_000_000L;
     private static final System.Logger LOG = System.getLogger(RedisRateLimiter.class.getName());
     private static final ExecutorService CONNECTOR = Executors.newCachedThreadPool(r -> {
       Thread t = new Thread(r, "sluice-redis-connect");
       t.setDaemon(true);
       return t;
     });
-    private static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "sluice-redis-reconnect");
-      t.setDaemon(true);
-      return t;
-    });
 
     private final Supplier<StatefulConnection<String, String>> connector;
-    private final long builtAtNanos = System.nanoTime();
+    private final AtomicBoolean connecting = new AtomicBoolean();
     private volatile StatefulConnection<String, String> connection;
     private volatile RedisClusterAsyncCommands<String, String> commands;
-    // guarded by this
-    private final Set<Thread> inFlight = new HashSet<>();
-    private int starting;
-    private long lastStartNanos;
-    private boolean closed;
-    private boolean warned;
-    private RuntimeException lastFailure;
-    private ScheduledFuture<?> retries;
+    private volatile long lastAttemptNanos;
+    private volatile boolean closed;
 
     Owned(Supplier<StatefulConnection<String, String>> connector) {
       this.connector = connector;
-      // The first attempt is awaited for at most INITIAL_WAIT_MILLIS, so that build() cannot hang on a
-      // frozen server for the client's timeouts, and no longer than it takes to fail.
-      synchronized (this) {
-        start(System.nanoTime());
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(INITIAL_WAIT_MILLIS);
-        try {
-          for (long left; connection == null && (starting > 0 || !inFlight.isEmpty())
-              && (left = deadline - System.nanoTime()) > 0; ) {
-            TimeUnit.NANOSECONDS.timedWait(this, left);
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-        if (connection == null) {
-          warned = true;
-          LOG.log(System.Logger.Level.WARNING, (starting > 0 || !inFlight.isEmpty()
-              ? "no connection to Redis within " + INITIAL_WAIT_MILLIS + " ms of building the limiter (still connecting)"
-              : "the first connection to Redis failed (" + lastFailure + ")")
-              + "; decisions follow the failure mode until Redis answers; a connection is tried every "
-              + RETRY_NANOS / 1_000_000 + " ms until then");
-        }
+      lastAttemptNanos = System.nanoTime();
+      connecting.set(true);
+      // The first connection is made on the connector thread and awaited for at most
+      // INITIAL_WAIT_MILLIS, so that build() cannot hang on a frozen server for the client's timeouts.
+      Future<?> first = CONNECTOR.submit(this::connectOnce);
+      try {
+        first.get(INITIAL_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+      } catch (TimeoutException e) {
+        LOG.log(System.Logger.Level.WARNING, "Redis did not accept a connection within " + INITIAL_WAIT_MILLIS
+            + " ms; decisions follow the failure mode until it does");
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } catch (ExecutionException e) {
+        // connectOnce catches everything; nothing to report here
       }
-      retrying();
+      if (connection == null) {
+        LOG.log(System.Logger.Level.WARNING, "Redis is not reachable yet; decisions follow the failure mode until it is");
+      }
     }
 
     @Override RedisClusterAsyncCommands<String, String> commands() {
@@ -134,146 +103,57 @@ abstract class RedisLink implements AutoCloseable {
       if (c != null && c.isOpen()) {
         return commands;
       }
-      retrying();
-      maybeReconnect(System.nanoTime());
+      maybeReconnect();
       return null;
     }
 
-    private boolean connected() {
-      StatefulConnection<String, String> c = connection;
-      return c != null && c.isOpen();
-    }
-
-    /** Starts the retry timer unless it runs (or the link is closed); it stops itself once connected. */
-    private synchronized void retrying() {
-      if (!closed && retries == null && !connected()) {
-        retries = TIMER.scheduleWithFixedDelay(this::tick, RETRY_NANOS, RETRY_NANOS, TimeUnit.NANOSECONDS);
-      }
-    }
-
-    private void tick() {
-      if (connected()) {
-        synchronized (this) {
-          if (retries != null) {
-            retries.cancel(false);
-            retries = null;
-          }
-        }
+    private void maybeReconnect() {
+      long now = System.nanoTime();
+      if (closed || now - lastAttemptNanos < RETRY_NANOS || !connecting.compareAndSet(false, true)) {
         return;
       }
-      maybeReconnect(System.nanoTime());
-    }
-
-    private void maybeReconnect(long now) {
-      if (connected()) {
-        return;
-      }
-      synchronized (this) {
-        if (closed || now - lastStartNanos < RETRY_NANOS) {
-          return;
-        }
-        int pending = starting + inFlight.size();
-        if (pending > 0 && (now - lastStartNanos < STALE_NANOS || pending >= MAX_PENDING)) {
-          return;
-        }
-        start(now);
-      }
-    }
-
-    /** Starts one attempt on a connector thread; holds the lock. */
-    private void start(long now) {
-      lastStartNanos = now;
-      starting++;
+      lastAttemptNanos = now;
       try {
-        CONNECTOR.execute(this::attempt);
+        CONNECTOR.execute(this::connectOnce);
       } catch (RuntimeException e) {
-        starting--;
+        connecting.set(false);
       }
     }
 
-    /** One connection attempt, on a connector thread. */
-    private void attempt() {
-      Thread self = Thread.currentThread();
-      synchronized (this) {
-        starting--;
-        if (closed) {
-          notifyAll();
-          return;
-        }
-        inFlight.add(self);
-      }
-      StatefulConnection<String, String> fresh = null;
-      StatefulConnection<String, String> replaced = null;
-      boolean used = false;
+    /** One connection attempt (on the connector thread); the caller has set {@code connecting}. */
+    private void connectOnce() {
       try {
-        fresh = connector.get();
-        synchronized (this) {
-          StatefulConnection<String, String> current = connection;
-          if (!closed && (current == null || !current.isOpen())) {
-            commands = asyncOf(fresh);
-            connection = fresh;
-            replaced = current;
-            used = true;
-            if (warned) {
-              warned = false;
-              LOG.log(System.Logger.Level.INFO, "connected to Redis " + (System.nanoTime() - builtAtNanos) / 1_000_000
-                  + " ms after the limiter was built; decisions use it");
-            }
+        StatefulConnection<String, String> fresh = connector.get();
+        StatefulConnection<String, String> current = connection;
+        if (closed || (current != null && current.isOpen())) {
+          fresh.closeAsync();
+        } else {
+          attach(fresh);
+          if (current != null) {
+            current.closeAsync();
+          }
+          if (closed) {
+            fresh.closeAsync();
           }
         }
       } catch (RuntimeException e) {
-        // Still down, or interrupted by close(): the timer tries again after RETRY_NANOS.
-        synchronized (this) {
-          lastFailure = e;
-        }
+        // Still down: the next decision after RETRY_NANOS tries again.
       } finally {
-        try {
-          if (fresh != null && !used) {
-            fresh.close();  // closed, or another attempt won
-          }
-          if (replaced != null) {
-            replaced.closeAsync();
-          }
-        } catch (RuntimeException e) {
-          // closing a connection we never used: nothing to report
-        } finally {
-          // an interrupt from close() that came as this attempt finished is cleared by the pool
-          synchronized (this) {
-            inFlight.remove(self);
-            notifyAll();
-          }
-        }
+        lastAttemptNanos = System.nanoTime();
+        connecting.set(false);
       }
+    }
+
+    private void attach(StatefulConnection<String, String> c) {
+      commands = asyncOf(c);
+      connection = c;
     }
 
     @Override public void close() {
-      synchronized (this) {
-        closed = true;
-        if (retries != null) {
-          retries.cancel(false);
-          retries = null;
-        }
-        try {
-          long graceEnd = System.nanoTime() + CLOSE_GRACE_NANOS;
-          awaitNoAttempt(graceEnd);
-          if (!inFlight.isEmpty()) {
-            inFlight.forEach(Thread::interrupt);
-            awaitNoAttempt(System.nanoTime() + CLOSE_LIMIT_NANOS);
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      }
+      closed = true;
       StatefulConnection<String, String> c = connection;
       if (c != null) {
         c.close();
-      }
-    }
-
-    /** Waits, holding the lock, until no attempt is starting or in flight, or {@code deadline} passes. */
-    private void awaitNoAttempt(long deadline) throws InterruptedException {
-      for (long left; (starting > 0 || !inFlight.isEmpty()) && (left = deadline - System.nanoTime()) > 0; ) {
-        TimeUnit.NANOSECONDS.timedWait(this, left);
       }
     }
   }
