@@ -10,15 +10,13 @@ import dev.sluice.Refund;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
+import dev.sluice.internal.DeadlineTimer;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BiConsumer;
@@ -36,7 +34,8 @@ import java.util.function.BiConsumer;
  *   <li>the clock: a supplied {@link Ticker} read once per call and refused outside (0, 2^52] us as
  *       {@link Reason#INVALID_CLOCK}, or {@link #STORE_CLOCK} for a store that reads its own;
  *   <li>the deadline of every call ({@code timeout}), also on the asynchronous path, where a timer
- *       completes the decision and cancels the store call;
+ *       wheel ({@link DeadlineTimer}) completes the decision, off the timer's thread, and cancels the
+ *       store call;
  *   <li>the one mapping from a {@link StepResult} or a store exception to a {@link Decision}, and
  *       the {@link FailureMode} for every failure (closed, open or fallback, each with its
  *       configured retry), peeks and resets included;
@@ -59,7 +58,6 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
   public static final int MAX_CACHED_PLANS = 256;
 
   private static final System.Logger LOG = System.getLogger(StoreBackedRateLimiter.class.getName());
-  private static final ScheduledThreadPoolExecutor DEADLINES = deadlineTimer();
 
   /** What a step is asked to do. */
   public enum Step {
@@ -366,21 +364,11 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     return e;
   }
 
-  private static ScheduledThreadPoolExecutor deadlineTimer() {
-    ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, r -> {
-      Thread th = new Thread(r, "sluice-deadline");
-      th.setDaemon(true);
-      return th;
-    });
-    t.setRemoveOnCancelPolicy(true);
-    return t;
-  }
-
   /**
    * One asynchronous decision: the backend's step racing a deadline timer. Whichever settles first
    * decides; no thread waits. The losing side only cancels.
    */
-  private final class AsyncDecision extends CompletableFuture<Decision> implements Runnable, BiConsumer<StepResult, Throwable> {
+  private final class AsyncDecision extends CompletableFuture<Decision> implements DeadlineTimer.Task, BiConsumer<StepResult, Throwable> {
     private final P plan;
     private final Policy p;
     private final String key;
@@ -388,7 +376,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     private final long now;
     private final AtomicBoolean settled = new AtomicBoolean();
     private final long start = nanoTime();
-    private volatile ScheduledFuture<?> timer;
+    private volatile DeadlineTimer.Timeout timer;
     private volatile CompletableFuture<StepResult> inflight;
 
     AsyncDecision(P plan, Policy p, String key, long permits, long now) {
@@ -400,12 +388,12 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     }
 
     AsyncDecision start() {
-      timer = DEADLINES.schedule(this, timeoutNanos, TimeUnit.NANOSECONDS);
+      timer = DeadlineTimer.shared().schedule(this, System.nanoTime() + timeoutNanos);
       CompletableFuture<StepResult> f;
       try {
         f = stepAsync(plan, Step.ACQUIRE, key, permits, 0, now, start + timeoutNanos);
       } catch (IllegalArgumentException e) {
-        timer.cancel(false);
+        timer.cancel();
         throw e; // a programmer error, thrown at once as from the sync path
       } catch (RuntimeException e) {
         accept(null, e); // a backend closing under us: a failure decision, never a throw
@@ -420,9 +408,9 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
       if (!settled.compareAndSet(false, true)) {
         return;
       }
-      ScheduledFuture<?> t = timer;
+      DeadlineTimer.Timeout t = timer;
       if (t != null) {
-        t.cancel(false);
+        t.cancel();
       }
       Throwable error = e == null ? null : unwrap(e);
       if (!reportsOwnStoreCalls()) {
@@ -434,7 +422,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     }
 
     /** The deadline passed first. */
-    @Override public void run() {
+    @Override public void expire() {
       if (!settled.compareAndSet(false, true)) {
         return;
       }
