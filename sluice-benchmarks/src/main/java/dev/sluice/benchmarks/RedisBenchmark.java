@@ -41,11 +41,15 @@ public class RedisBenchmark {
   @Param({"1", "10000"})
   public int keys;
 
+  /** Sluice's request coalescing: 64 (the default) or 1 (off); {@code -p maxBatch=1,64} compares them in one run. */
+  @Param({"64"})
+  public int maxBatch;
+
   RedisFixture fx;
 
   @Setup(Level.Trial)
   public void setUp() {
-    fx = new RedisFixture(keys);
+    fx = new RedisFixture(keys, maxBatch);
   }
 
   @TearDown(Level.Trial)

@@ -2,6 +2,7 @@ package dev.sluice.benchmarks;
 
 import dev.sluice.Policy;
 import dev.sluice.redis.RedisRateLimiter;
+import dev.sluice.spi.StoreBackedRateLimiter;
 import io.github.bucket4j.BucketConfiguration;
 import io.github.bucket4j.distributed.BucketProxy;
 import io.github.bucket4j.distributed.ExpirationAfterWriteStrategy;
@@ -47,9 +48,14 @@ final class RedisFixture implements AutoCloseable {
   final String trivialSha;
 
   RedisFixture(int keyCount) {
+    this(keyCount, StoreBackedRateLimiter.MAX_BATCH);
+  }
+
+  /** {@code maxBatch} 1 turns Sluice's request coalescing off. */
+  RedisFixture(int keyCount, int maxBatch) {
     keys = Limiters.keys(keyCount);
     Policy policy = Limiters.sluicePolicy("bench-" + run, Limiters.Load.ALLOWED);
-    sluice = RedisRateLimiter.builder(policy, sluiceClient).timeout(Duration.ofSeconds(5)).build();
+    sluice = RedisRateLimiter.builder(policy, sluiceClient).timeout(Duration.ofSeconds(5)).maxBatch(maxBatch).build();
     bucket4jConnection = bucket4jClient.connect(ByteArrayCodec.INSTANCE);
     bucket4jManager = Bucket4jLettuce.casBasedBuilder(bucket4jConnection)
         .expirationAfterWrite(ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax(Duration.ofSeconds(60)))

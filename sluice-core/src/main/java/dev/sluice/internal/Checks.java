@@ -108,6 +108,14 @@ public final class Checks {
     return value;
   }
 
+  /** {@code value} within {@code min..max}, or an error naming it, the range and {@code why} the range is bounded. */
+  public static int range(String what, int value, int min, int max, String why) {
+    if (value < min || value > max) {
+      throw new IllegalArgumentException(what + " " + value + " is outside " + min + ".." + max + "; " + why);
+    }
+    return value;
+  }
+
   public static long window(String what, java.time.Duration window) {
     if (window == null) {
       throw new IllegalArgumentException(what + " is null; give a duration of at least 1 ms");

@@ -22,6 +22,7 @@ import dev.sluice.spi.StoredRecord;
 import dev.sluice.spi.VersionedStore;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
@@ -174,38 +175,81 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
    */
   @Override protected StepResult step(Policy p, Step step, String key, long permits, long stamp, long now, long deadline) {
     Algorithm alg = p.algorithm();
+    Outcome out = new Outcome();
+    StepResult[] r = new StepResult[1];
+    casLoop(p, key, now, deadline, step == Step.REFUND, r, st -> {
+      switch (step) {
+        case ACQUIRE -> ReferenceModel.acquire(alg, st, now, permits, out);
+        case PEEK -> ReferenceModel.peek(alg, st, now, out);
+        case REFUND -> ReferenceModel.refund(alg, st, now, permits, stamp, out);
+      }
+      r[0] = result(out);
+      return out.wrote();
+    });
+    return r[0];
+  }
+
+  /**
+   * A coalesced batch: one read, the model run for each request in order on the state the one
+   * before left, and one compare-and-set when any of them changed it; a lost race recomputes the
+   * whole batch on the state that won.
+   */
+  @Override protected StepResult[] stepBatch(Policy p, String key, long[] permits, long now, long deadline) {
+    Algorithm alg = p.algorithm();
+    Outcome out = new Outcome();
+    StepResult[] rs = new StepResult[permits.length];
+    casLoop(p, key, now, deadline, false, rs, st -> {
+      boolean wrote = false;
+      for (int i = 0; i < permits.length; i++) {
+        ReferenceModel.acquire(alg, st, now, permits[i], out);
+        rs[i] = result(out);
+        wrote |= out.wrote();
+      }
+      return wrote;
+    });
+    return rs;
+  }
+
+  /** Runs the model on a record's state; fills the results; true when it changed the state. */
+  private interface ModelRun {
+    boolean run(long[] state);
+  }
+
+  /**
+   * The compare-and-set loop: read, {@code run} the model, write back on the version read when it
+   * changed the state; a lost race runs it again on the state that won. A failure (corrupt state,
+   * clock, contention) fills every slot of {@code results}.
+   */
+  private void casLoop(Policy p, String key, long now, long deadline, boolean refund, StepResult[] results, ModelRun run) {
+    Algorithm alg = p.algorithm();
     String partition = partition(p);
     String id = StoredId.key(p.name(), key);
     long[] st = new long[ReferenceModel.STATE_SIZE];
     long[] meta = new long[1];
-    Outcome out = new Outcome();
     for (int attempt = 0; ; attempt++) {
       StoredRecord rec;
       try {
         rec = read(p, partition, id, deadline);
       } catch (RuntimeException e) {
         // Nothing was written yet: a refund that fails here can be retried.
-        throw step == Step.REFUND ? new StoreNotReachedException("could not read the record", e) : e;
+        throw refund ? new StoreNotReachedException("could not read the record", e) : e;
       }
       StepResult bad = load(alg, rec, id, now, st, meta);
       if (bad != null) {
-        return bad;
+        Arrays.fill(results, bad);
+        return;
       }
-      switch (step) {
-        case ACQUIRE -> ReferenceModel.acquire(alg, st, now, permits, out);
-        case PEEK -> ReferenceModel.peek(alg, st, now, out);
-        case REFUND -> ReferenceModel.refund(alg, st, now, permits, stamp, out);
-      }
-      if (!out.wrote()) {
-        return result(out);
+      if (!run.run(st)) {
+        return;
       }
       long expected = rec == null ? VersionedStore.ABSENT : rec.version();
       String value = StateFormat.encode(alg, st, rec == null ? now : Math.max(now, meta[0]));
       if (cas(p, partition, id, expected, value, ReferenceModel.expiresAt(alg, st), deadline)) {
-        return result(out);
+        return;
       }
       if (attempt >= maxRetries || !backoff(attempt, deadline)) {
-        return StepResult.contention("compare-and-set lost " + (attempt + 1) + " times in a row");
+        Arrays.fill(results, StepResult.contention("compare-and-set lost " + (attempt + 1) + " times in a row"));
+        return;
       }
     }
   }
@@ -510,17 +554,18 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
       ticker(Ticker.system()); // the engine has no clock of its own: default the system's
     }
 
+    @Override protected boolean batches() {
+      return true;
+    }
+
     @Override protected Builder self() {
       return this;
     }
 
     /** Compare-and-set retries after the first attempt before refusing with CONTENTION, 0..100; default 10. */
     public Builder maxRetries(int maxRetries) {
-      if (maxRetries < 0 || maxRetries > 100) {
-        throw new IllegalArgumentException("maxRetries " + maxRetries + " is outside 0..100; "
-            + "retries are bounded so that a contended key is refused instead of stalling its callers");
-      }
-      this.maxRetries = maxRetries;
+      this.maxRetries = Checks.range("maxRetries", maxRetries, 0, 100,
+          "retries are bounded so that a contended key is refused instead of stalling its callers");
       return this;
     }
 

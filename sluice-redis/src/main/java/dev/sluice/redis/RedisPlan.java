@@ -66,10 +66,28 @@ final class RedisPlan {
 
   /** The script's ARGV: op, now ('' = server clock), permits, stamp, grace ms, then the parameters. */
   String[] argv(String op, String now, long permits, long stamp, String graceMillis) {
+    return argv(op, now, Long.toString(permits), stamp, graceMillis);
+  }
+
+  /** The ARGV of a batch ('b'): the permits of each request in order, separated by spaces. */
+  String[] batchArgv(String now, long[] permits, String graceMillis) {
+    StringBuilder list = new StringBuilder(permits.length * 3);
+    for (long n : permits) {
+      list.append(list.length() == 0 ? "" : " ").append(n);
+    }
+    return argv("b", now, list.toString(), 0, graceMillis);
+  }
+
+  /** Whether the script decides batches: every algorithm but the sliding log (a sorted set per request). */
+  boolean batches() {
+    return !(policy.algorithm() instanceof Algorithm.SlidingLog);
+  }
+
+  private String[] argv(String op, String now, String permits, long stamp, String graceMillis) {
     String[] a = new String[5 + params.length];
     a[0] = op;
     a[1] = now;
-    a[2] = Long.toString(permits);
+    a[2] = permits;
     a[3] = Long.toString(stamp);
     a[4] = graceMillis;
     System.arraycopy(params, 0, a, 5, params.length);

@@ -21,7 +21,9 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.codec.StringCodec;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import java.util.function.Function;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -139,6 +141,10 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
       return this;
     }
 
+    @Override protected boolean batches() {
+      return true;
+    }
+
     /**
      * How much longer than its state can matter a key lives in Redis (default 0 with the server clock,
      * {@link #DEFAULT_SUPPLIED_CLOCK_GRACE} with a supplied ticker). Only memory is traded: a state
@@ -195,24 +201,49 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
 
   @Override protected StepResult step(RedisPlan p, Step step, String key, long permits, long stamp, long now, long deadline)
       throws Exception {
+    return result(eval(p, key, p.argv(op(step), clockArg(now), permits, stamp, graceMillis), deadline));
+  }
+
+  /** The EVALSHA (and its EVAL on NOSCRIPT) without holding a thread; cancelling the result cancels the command. */
+  @Override protected CompletableFuture<StepResult> stepAsync(RedisPlan p, Step step, String key, long permits, long stamp,
+                                                              long now, long deadline) {
+    return mapped(evalAsync(p, key, p.argv(op(step), clockArg(now), permits, stamp, graceMillis)), RedisRateLimiter::result);
+  }
+
+  /** A coalesced batch: one EVALSHA of op 'b', deciding every request in order. */
+  @Override protected StepResult[] stepBatch(RedisPlan p, String key, long[] permits, long now, long deadline) throws Exception {
+    return results(eval(p, key, p.batchArgv(clockArg(now), permits, graceMillis), deadline), permits.length);
+  }
+
+  @Override protected CompletableFuture<StepResult[]> stepBatchAsync(RedisPlan p, String key, long[] permits, long now,
+                                                                     long deadline) {
+    return mapped(evalAsync(p, key, p.batchArgv(clockArg(now), permits, graceMillis)), r -> results(r, permits.length));
+  }
+
+  @Override protected boolean stepsAsync() {
+    return true;
+  }
+
+  @Override protected boolean batches(RedisPlan p) {
+    return p.batches();
+  }
+
+  private List<Object> eval(RedisPlan p, String key, String[] argv, long deadline) throws Exception {
     RedisClusterAsyncCommands<String, String> c = commands();
     String[] keys = {storedKey(p.policy, key)};
-    String[] argv = p.argv(op(step), clockArg(now), permits, stamp, graceMillis);
     try {
-      return result(await(c.evalsha(p.script.sha, ScriptOutputType.MULTI, keys, argv), deadline));
+      return await(c.evalsha(p.script.sha, ScriptOutputType.MULTI, keys, argv), deadline);
     } catch (ExecutionException e) {
       if (!(e.getCause() instanceof RedisNoScriptException)) {
         throw e;
       }
     }
     // The server lost its script cache (restart, SCRIPT FLUSH, a new cluster node): EVAL runs and caches it.
-    return result(await(c.eval(p.script.body, ScriptOutputType.MULTI, keys, argv), deadline));
+    return await(c.eval(p.script.body, ScriptOutputType.MULTI, keys, argv), deadline);
   }
 
-  /** The EVALSHA (and its EVAL on NOSCRIPT) without holding a thread; cancelling the result cancels the command. */
-  @Override protected CompletableFuture<StepResult> stepAsync(RedisPlan p, Step step, String key, long permits, long stamp,
-                                                              long now, long deadline) {
-    CompletableFuture<StepResult> out = new CompletableFuture<>();
+  private CompletableFuture<List<Object>> evalAsync(RedisPlan p, String key, String[] argv) {
+    CompletableFuture<List<Object>> out = new CompletableFuture<>();
     RedisClusterAsyncCommands<String, String> c;
     try {
       c = commands();
@@ -221,7 +252,6 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
       return out;
     }
     String[] keys = {storedKey(p.policy, key)};
-    String[] argv = p.argv(op(step), clockArg(now), permits, stamp, graceMillis);
     RedisFuture<List<Object>> first = c.evalsha(p.script.sha, ScriptOutputType.MULTI, keys, argv);
     first.whenComplete((reply, e) -> {
       if (e != null && unwrap(e) instanceof RedisNoScriptException && !out.isDone()) {
@@ -269,15 +299,22 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
     return now == STORE_CLOCK ? SERVER_CLOCK : Long.toString(now);
   }
 
-  private static void settle(CompletableFuture<StepResult> out, List<Object> reply, Throwable e) {
+  /** {@code reply} mapped by {@code f}; cancelling the result cancels the command too. */
+  private static <T> CompletableFuture<T> mapped(CompletableFuture<List<Object>> reply, Function<List<Object>, T> f) {
+    CompletableFuture<T> out = reply.thenApply(f);
+    out.whenComplete((r, x) -> {
+      if (out.isCancelled()) {
+        reply.cancel(false);
+      }
+    });
+    return out;
+  }
+
+  private static void settle(CompletableFuture<List<Object>> out, List<Object> reply, Throwable e) {
     if (e != null) {
       out.completeExceptionally(unwrap(e));
-      return;
-    }
-    try {
-      out.complete(result(reply));
-    } catch (RuntimeException ex) {
-      out.completeExceptionally(ex);
+    } else {
+      out.complete(reply);
     }
   }
 
@@ -304,6 +341,25 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
       return StepResult.invalidClock("clock reading outside (0, 2^52] microseconds");
     }
     return StepResult.decided(field(r, 1) == 1, field(r, 2), field(r, 3), field(r, 4), field(r, 5), field(r, 6) == 1);
+  }
+
+  /** A batch's reply: seven fields per request, or one failure (corrupt state, bad clock) for all of them. */
+  private static StepResult[] results(List<Object> r, int n) {
+    StepResult[] rs = new StepResult[n];
+    if (r != null && r.size() == 7 && n > 1) {
+      Arrays.fill(rs, result(r)); // a failure; a real batch of n > 1 answers 7 * n fields
+      if (rs[0].failure() == null) {
+        throw new RedisStoreException("unexpected script reply " + r + " to a batch of " + n);
+      }
+      return rs;
+    }
+    if (r == null || r.size() != 7 * n) {
+      throw new RedisStoreException("unexpected script reply " + r + " to a batch of " + n);
+    }
+    for (int i = 0; i < n; i++) {
+      rs[i] = result(r.subList(7 * i, 7 * i + 7));
+    }
+    return rs;
   }
 
   private static long field(List<Object> r, int i) {

@@ -35,6 +35,8 @@ if op == 'a' then
     save('f', st, 2, expires())
   end
   return r
+elseif op == 'b' then
+  return batch(step, 'f', st, 2, expires)
 elseif op == 'p' then
   return step(1, false)
 end

@@ -48,6 +48,8 @@ if op == 'a' then
     save('g', st, 2, expires())
   end
   return res
+elseif op == 'b' then
+  return batch(step, 'g', st, 2, expires)
 elseif op == 'p' then
   return step(1, false)
 end

@@ -6,14 +6,15 @@
 -- fdiv corrects it by one with an exact remainder, so floor and ceiling are exact integers.
 --
 -- KEYS[1]  the stored key: sluice:{<StoredId.key(policy, key)>}
--- ARGV[1]  'a' acquire, 'p' peek, 'r' refund
+-- ARGV[1]  'a' acquire, 'p' peek, 'r' refund, 'b' a batch of acquires (coalesced requests)
 -- ARGV[2]  now in epoch microseconds, or '' to read the server clock (TIME)
--- ARGV[3]  permits
+-- ARGV[3]  permits; for 'b' the permits of each request in arrival order, separated by spaces
 -- ARGV[4]  ticket stamp (refund)
 -- ARGV[5]  extra milliseconds of TTL (grace for supplied clocks; 0 with the server clock)
 -- ARGV[6..] algorithm parameters
 --
--- Reply: {status, allowed, remaining, resetAt, retryAfter, stamp, wrote}
+-- Reply: {status, allowed, remaining, resetAt, retryAfter, stamp, wrote}; for 'b' those seven per
+-- request, one after the other (a corrupt state or bad clock: the seven of the failure, once)
 --   status 0 = decided, 1 = corrupt state (nothing written), 2 = invalid clock (nothing written)
 -- A refused acquire and every peek write nothing.
 
@@ -121,3 +122,22 @@ local function save(tag, st, fields, expiresAt)
 end
 
 local CORRUPT = {1, 0, 0, 0, 0, 0, 0}
+
+-- A batch of acquires (op 'b'): each request decided by step(n, true) on the state the one before
+-- left, at one instant, exactly as one acquire after another; one write at the end if any changed it.
+local function batch(step, tag, st, fields, expires)
+  local out, wrote = {}, false
+  for n in string.gmatch(ARGV[3], '%d+') do
+    local r = step(tonumber(n), true)
+    if r[7] == 1 then
+      wrote = true
+    end
+    for i = 1, 7 do
+      out[#out + 1] = r[i]
+    end
+  end
+  if wrote then
+    save(tag, st, fields, expires())
+  end
+  return out
+end

@@ -59,6 +59,8 @@ if op == 'a' then
     save('s', st, 3, expires())
   end
   return r
+elseif op == 'b' then
+  return batch(step, 's', st, 3, expires)
 elseif op == 'p' then
   return step(1, false)
 end

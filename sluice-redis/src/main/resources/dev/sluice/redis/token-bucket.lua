@@ -53,6 +53,8 @@ if op == 'a' then
     save('t', st, 2, expires())
   end
   return res
+elseif op == 'b' then
+  return batch(step, 't', st, 2, expires)
 elseif op == 'p' then
   return step(1, false)
 end

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
+import dev.sluice.spi.StoreBackedRateLimiter;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import java.nio.file.Files;
@@ -17,7 +18,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A storm of timeouts (issue 18, item 2): 10,000 asynchronous decisions in flight against a
@@ -35,26 +37,30 @@ class DeadlineStormTest {
 
   private RedisServerProcess server;
   private RedisClient client;
-  private RedisRateLimiter limiter;
+  private Policy policy;
 
   @BeforeEach void start() throws Exception {
     server = RedisServerProcess.start(7111);
     RedisURI uri = RedisURI.create(server.uri());
     uri.setTimeout(Duration.ofSeconds(30));
     client = RedisClient.create(uri);
-    Policy policy = Policy.fixedWindow("storm-" + UUID.randomUUID().toString().substring(0, 8), 1_000_000, Duration.ofMinutes(10));
-    limiter = RedisRateLimiter.builder(policy, client).timeout(TIMEOUT).build();
-    assertThat(limiter.tryAcquire("warm").allowed()).isTrue();
+    policy = Policy.fixedWindow("storm-" + UUID.randomUUID().toString().substring(0, 8), 1_000_000, Duration.ofMinutes(10));
   }
 
   @AfterEach void stop() throws Exception {
     server.thaw();
-    limiter.close();
     client.shutdown(Duration.ZERO, Duration.ofSeconds(1));
     server.close();
   }
 
-  @Test void tenThousandTimeoutsCompleteOnTimeAndOffTheTimerThread() throws Exception {
+  /** With request coalescing (64 keys: most calls wait in a lane) and without (every call its own EVALSHA). */
+  @ParameterizedTest(name = "maxBatch {0}")
+  @ValueSource(ints = {StoreBackedRateLimiter.MAX_BATCH, 1})
+  void tenThousandTimeoutsCompleteOnTimeAndOffTheTimerThread(int maxBatch) throws Exception {
+    try (RedisRateLimiter warm = RedisRateLimiter.builder(policy, client).timeout(Duration.ofSeconds(10)).build()) {
+      assertThat(warm.tryAcquire("warm").allowed()).as("the script is cached on the server").isTrue();
+    }
+    RedisRateLimiter limiter = RedisRateLimiter.builder(policy, client).timeout(TIMEOUT).maxBatch(maxBatch).build();
     server.freeze();
     long[] took = new long[CALLS];
     ConcurrentHashMap<String, Boolean> threads = new ConcurrentHashMap<>();
@@ -80,8 +86,8 @@ class DeadlineStormTest {
     long max = sorted[CALLS - 1];
     double load = loadAverage();
     int cores = Runtime.getRuntime().availableProcessors();
-    System.out.printf("deadline storm: %d async timeouts of %d ms: p50 %.1f ms, p99 %.1f ms, max %.1f ms, min %.1f ms; submitted in %.1f ms"
-        + " (load average %.2f, %d cores; completing threads %s)%n", CALLS, TIMEOUT.toMillis(), p50 / 1e6, p99 / 1e6,
+    System.out.printf("deadline storm, maxBatch %d: %d async timeouts of %d ms: p50 %.1f ms, p99 %.1f ms, max %.1f ms, min %.1f ms; submitted in %.1f ms"
+        + " (load average %.2f, %d cores; completing threads %s)%n", maxBatch, CALLS, TIMEOUT.toMillis(), p50 / 1e6, p99 / 1e6,
         max / 1e6, sorted[0] / 1e6, submit / 1e6, load, cores, threads.keySet());
     assertThat(sorted[0]).as("no decision completes before its deadline").isGreaterThanOrEqualTo(timeout);
     assertThat(threads.keySet()).as("timeouts and their callbacks run off the timer thread").doesNotContain("sluice-deadline");
@@ -92,6 +98,7 @@ class DeadlineStormTest {
     assertThat(max).as("max (quiet machine: %s)", quiet).isLessThanOrEqualTo(maxBound);
     Decision after = limiter.tryAcquire("after");
     assertThat(after.reason()).isEqualTo(Reason.TIMEOUT);
+    limiter.close();
   }
 
   /** The one-minute load average, or -1 where /proc/loadavg cannot be read. */

@@ -1,0 +1,135 @@
+package dev.sluice.spi;
+
+import java.util.ArrayDeque;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Where concurrent acquires for one budget meet (request coalescing): one lane per (policy, key)
+ * with a store call in flight. The first request of an idle lane leads and goes to the store at
+ * once; requests that arrive while a call is in flight queue in arrival order; when the call
+ * finishes, up to {@code maxBatch} of them leave together as one batch, decided by the store in that
+ * order. A lane with nothing in flight and nothing queued is removed, so the table holds only
+ * budgets with a call in flight.
+ */
+final class Lanes {
+  /** A request queued in a lane. */
+  abstract static class Waiter {
+    final long permits;
+    /** Its clock reading ({@link StoreBackedRateLimiter#STORE_CLOCK} for a store clock). */
+    final long now;
+    /** When it stops waiting, on the limiter's deadline clock. */
+    final long deadline;
+    volatile Lane lane;
+    /** Withdrawn by its caller (its deadline passed): never sent. Guarded by the lane's monitor. */
+    private boolean withdrawn;
+
+    Waiter(long permits, long now, long deadline) {
+      this.permits = permits;
+      this.now = now;
+      this.deadline = deadline;
+    }
+
+    /** The result of the batch it went in, or the error of that call; called once. */
+    abstract void done(StepResult r, Throwable error);
+
+    /** Hands a synchronous waiter the batch it is to run on its own thread. */
+    void run(Waiter[] batch) {
+      throw new IllegalStateException("an asynchronous waiter runs no batch");
+    }
+  }
+
+  /** One budget's lane; guarded by its own monitor. */
+  static final class Lane {
+    final Object id;
+    private boolean busy;
+    private boolean gone;
+    private final ArrayDeque<Waiter> queue = new ArrayDeque<>();
+
+    Lane(Object id) {
+      this.id = id;
+    }
+  }
+
+  private final ConcurrentHashMap<Object, Lane> lanes = new ConcurrentHashMap<>();
+  private final int maxBatch;
+
+  Lanes(int maxBatch) {
+    this.maxBatch = maxBatch;
+  }
+
+  /**
+   * Joins {@code id}'s lane: returns the lane when {@code w} leads (nothing was in flight: the
+   * caller makes the store call and then calls {@link #next}), or null when {@code w} was queued.
+   */
+  Lane enter(Object id, Waiter w) {
+    while (true) {
+      Lane lane = lanes.computeIfAbsent(id, Lane::new);
+      synchronized (lane) {
+        if (lane.gone) {
+          continue; // removed between the lookup and the lock: take the new one
+        }
+        synchronized (w) {
+          if (w.withdrawn) {
+            return null; // its deadline passed before it got here: it goes nowhere
+          }
+          w.lane = lane;
+        }
+        if (!lane.busy) {
+          lane.busy = true;
+          return lane;
+        }
+        lane.queue.addLast(w);
+        return null;
+      }
+    }
+  }
+
+  /**
+   * Called when {@code lane}'s call finished: the next batch, oldest first, or null when none is
+   * queued (the lane is then idle and removed).
+   */
+  Waiter[] next(Lane lane) {
+    synchronized (lane) {
+      int n = Math.min(maxBatch, lane.queue.size());
+      if (n == 0) {
+        lane.busy = false;
+        lane.gone = true;
+        lanes.remove(lane.id, lane);
+        return null;
+      }
+      Waiter[] batch = new Waiter[n];
+      for (int i = 0; i < n; i++) {
+        batch[i] = lane.queue.pollFirst();
+      }
+      return batch;
+    }
+  }
+
+  /**
+   * Takes {@code w} out of its queue if no batch has taken it yet, or keeps it from joining one
+   * if it has not joined yet; true when it will never reach the store.
+   */
+  boolean withdraw(Waiter w) {
+    while (true) {
+      Lane lane = w.lane;
+      if (lane == null) {
+        synchronized (w) { // not in a lane yet: enter() will see the mark
+          if (w.lane == null) {
+            w.withdrawn = true;
+            return true;
+          }
+        }
+        continue;
+      }
+      synchronized (lane) {
+        w.withdrawn = true;
+        return lane.queue.remove(w);
+      }
+    }
+  }
+
+  /** Budgets with a call in flight (for tests). */
+  int size() {
+    return lanes.size();
+  }
+}
