@@ -1,12 +1,15 @@
 package dev.sluice.jdbc.store;
 
 import dev.sluice.Algorithm;
+import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
+import dev.sluice.jdbc.PostgresOutage;
 import dev.sluice.store.VersionedStoreRateLimiter;
 import dev.sluice.tck.RateLimiterContract;
 import java.time.Duration;
+import java.util.Optional;
 import org.junit.jupiter.api.BeforeAll;
 
 /** The compare-and-set engine over {@link JdbcVersionedStore} on Postgres runs the whole kit (the sliding log is memory-only). */
@@ -21,6 +24,13 @@ class JdbcVersionedStorePostgresConformanceTest extends RateLimiterContract {
   @Override protected RateLimiter newLimiter(Policy policy, Ticker ticker) {
     // A generous deadline: the kit checks decisions, and a timed-out write that landed would be refused yet counted.
     return VersionedStoreRateLimiter.builder(policy, store).ticker(ticker).timeout(Duration.ofSeconds(10)).build();
+  }
+
+  /** The engine over a JDBC store on a private PostgreSQL that the outage cases freeze. */
+  @Override protected Optional<Outage> outage(Policy policy, Ticker ticker, FailureMode mode) throws Exception {
+    return Optional.of(PostgresOutage.start(ds -> VersionedStoreRateLimiter.builder(policy,
+        JdbcVersionedStoreDatabases.store(ds, JdbcVersionedStoreDatabases.TCK_TABLE)).ticker(ticker)
+        .timeout(Duration.ofMillis(500)).failureMode(mode).build()));
   }
 
   @Override protected boolean supports(Algorithm algorithm) {
