@@ -7,6 +7,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
@@ -148,6 +149,10 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
     return refundAtTime(ticket, nowMicros);
   }
 
+  @Override public Settlement settleAt(Ticket ticket, long actualPermits, long nowMicros) {
+    return settleAtTime(ticket, actualPermits, nowMicros);
+  }
+
   // ---------------------------------------------------------------------------------------------
   // The step: the compare-and-set loop
   // ---------------------------------------------------------------------------------------------
@@ -185,7 +190,7 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
         rec = read(p, partition, id, deadline);
       } catch (RuntimeException e) {
         // Nothing was written yet: a refund that fails here can be retried.
-        throw step == Step.REFUND ? new StoreNotReachedException("could not read the record", e) : e;
+        throw step == Step.REFUND || step == Step.OVERRUN ? new StoreNotReachedException("could not read the record", e) : e;
       }
       StepResult bad = load(alg, rec, id, now, st, meta);
       if (bad != null) {
@@ -195,6 +200,7 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
         case ACQUIRE -> ReferenceModel.acquire(alg, st, now, permits, out);
         case PEEK -> ReferenceModel.peek(alg, st, now, out);
         case REFUND -> ReferenceModel.refund(alg, st, now, permits, stamp, out);
+        case OVERRUN -> ReferenceModel.settle(alg, st, now, permits, stamp, out);
       }
       if (!out.wrote()) {
         return result(out);

@@ -208,6 +208,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
       case ACQUIRE -> Op.ACQUIRE;
       case PEEK -> Op.PEEK;
       case REFUND -> Op.REFUND;
+      case OVERRUN -> throw new StoreNotReachedException("the PostgreSQL statements do not charge settlement overruns yet");
     };
     PostgresCall c = new PostgresCall(op, p, key, permits, PostgresRow.code(p.algorithm()), tenant == null ? "" : tenantValue(),
         deadline);

@@ -353,11 +353,7 @@ final class PostgresSql {
         return "SELECT g.start AS s0, GREATEST(0, g.cur - g.n) AS s1, g.prev AS s2, g.start + 2 * g.p2 AS exp,"
             + " (g.start = g.stamp AND g.cur > 0) AS ok FROM" + slidingNormalized(l1) + " g";
       case ALG_BUCKET:
-        return "SELECT g.t AS s0, g.refilled AS s1, 0::bigint AS s2, g.t + " + ceilDiv("g.cap - g.refilled", "g.p2") + " AS exp,"
-            + " g.refilled <> g.s AS ok FROM"
-            + " (SELECT f.*, GREATEST(f.now, f.s0) AS t, LEAST(f.cap, f.s + f.n * f.p3) AS refilled FROM"
-            + " (SELECT d.*, " + bucketRefill("d") + " AS s FROM"
-            + " (SELECT e.*, e.p1 * e.p3 AS cap FROM (" + l1 + ") e) d) f) g";
+        return bucketSettle(l1, "-");
       case ALG_GCRA:
         return "SELECT g.now + g.d2 / g.p1 AS s0, g.d2 % g.p1 AS s1, 0::bigint AS s2,"
             + " g.now + g.d2 / g.p1 + (CASE WHEN g.d2 % g.p1 > 0 THEN 1 ELSE 0 END) AS exp, g.debt > 0 AS ok FROM"
@@ -365,6 +361,23 @@ final class PostgresSql {
       default:
         throw new IllegalArgumentException("algorithm code " + alg);
     }
+  }
+
+  /**
+   * A token bucket's refund ({@code sign} "-") or overrun ({@code sign} ""): the balance at now,
+   * negative in debt (an update time ahead of now), moved by the difference and kept within one
+   * capacity either side of empty; encoded at now, or in debt k us ahead with what is left then.
+   */
+  private static String bucketSettle(String l1, String sign) {
+    String balance = "CASE WHEN d.s0 = 0 OR d.s0 - d.now <= 0 THEN " + bucketRefill("d")
+        + " WHEN d.s0 - d.now >= " + ceilDiv("d.s1 + d.cap", "d.p2") + " THEN -d.cap ELSE d.s1 - (d.s0 - d.now) * d.p2 END";
+    return "SELECT h.s0, h.s1, 0::bigint AS s2, h.s0 + " + ceilDiv("h.cap - h.s1", "h.p2") + " AS exp, h.ok, h.p1, h.p2, h.p3 FROM"
+        + " (SELECT g.p1, g.p2, g.p3, g.cap, CASE WHEN g.b2 >= 0 THEN g.now ELSE g.now + g.k END AS s0,"
+        + " CASE WHEN g.b2 >= 0 THEN g.b2 ELSE LEAST(g.cap, g.k * g.p2 + g.b2) END AS s1, g.b2 <> g.b AS ok FROM"
+        + " (SELECT f.*, CASE WHEN f.b2 >= 0 THEN 0 ELSE " + ceilDiv("-f.b2", "f.p2") + " END AS k FROM"
+        + " (SELECT b.*, GREATEST(-b.cap, LEAST(b.cap, b.b - (" + sign + "b.n) * b.p3)) AS b2 FROM"
+        + " (SELECT d.*, " + balance + " AS b FROM"
+        + " (SELECT e.*, e.p1 * e.p3 AS cap FROM (" + l1 + ") e) d) b) f) g) h";
   }
 
   private static String slidingNormalized(String l1) {
