@@ -261,7 +261,7 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
       case ACQUIRE -> "a";
       case PEEK -> "p";
       case REFUND -> "r";
-      case OVERRUN -> throw new StoreNotReachedException("the Redis scripts do not charge settlement overruns yet");
+      case OVERRUN -> "o";
     };
   }
 

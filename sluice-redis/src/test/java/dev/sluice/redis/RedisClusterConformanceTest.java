@@ -20,11 +20,6 @@ import org.junit.jupiter.api.Test;
  * ({@code --cluster-enabled yes}, {@code redis-cli --cluster create}) and tears down after.
  */
 class RedisClusterConformanceTest extends RateLimiterContract {
-  /** Not yet: the overrun step comes next. */
-  @Override protected boolean settles() {
-    return false;
-  }
-
   static final int[] PORTS = {7101, 7102, 7103};
   private static final List<RedisServerProcess> NODES = new ArrayList<>();
   private static RedisClusterClient client;

@@ -13,11 +13,6 @@ import java.util.concurrent.TimeUnit;
 
 /** The whole conformance kit against the shared standalone Redis, on the kit's ticker. */
 class RedisConformanceTest extends RateLimiterContract {
-  /** Not yet: the overrun step comes next. */
-  @Override protected boolean settles() {
-    return false;
-  }
-
   /** The private server the outage cases freeze (SIGSTOP) and thaw; never the shared one. */
   private static final int OUTAGE_PORT = 7140;
 
