@@ -17,11 +17,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The whole conformance kit against the local PostgreSQL (every algorithm but the sliding log). */
 class PostgresConformanceTest extends RateLimiterContract {
-  /** Not yet: the overrun step comes next. */
-  @Override protected boolean settles() {
-    return false;
-  }
-
   @RegisterExtension static final PostgresTable db = new PostgresTable(16);
 
   @Override protected RateLimiter newLimiter(Policy policy, Ticker ticker) {
