@@ -55,6 +55,12 @@ class JettyServletFilterTest extends AbstractFilterTest {
           return;
         }
         int status = respond(path);
+        if (usageHeader(path) != null) {
+          resp.setHeader("X-Usage-Tokens", usageHeader(path));
+        }
+        if (usageAttribute(path) != null) {
+          req.setAttribute("X-Usage-Tokens", usageAttribute(path));
+        }
         resp.setStatus(status);
         resp.setContentType("text/plain");
         resp.getOutputStream().write("ok".getBytes(StandardCharsets.UTF_8));
