@@ -9,6 +9,7 @@ import java.util.function.Function;
 /** One request's verdict and, after the handler ran, its refunds or settlement. Not thread-safe beyond {@link #complete}. */
 final class Admission {
   private static final System.Logger LOG = System.getLogger(Admission.class.getName());
+  private static final java.util.regex.Pattern WHOLE = java.util.regex.Pattern.compile("-?[0-9]{1,19}");
 
   private final HttpRateLimit config;
   final HttpVerdict verdict;
@@ -59,8 +60,11 @@ final class Admission {
     }
     Ticket t = primary.ticket().orElse(null);
     try {
-      long actual = reported instanceof Number n && !(reported instanceof Double || reported instanceof Float)
-          ? n.longValue() : Long.parseLong(reported.toString().trim());
+      String v = reported.toString().trim(); // a whole Number (Long, Integer, ...) or a decimal string
+      if (!WHOLE.matcher(v).matches()) {
+        throw new NumberFormatException(v);
+      }
+      long actual = Long.parseLong(v); // more than 19 digits: NumberFormatException
       if (t != null) {
         config.limiter.settle(t, actual);
       }

@@ -98,12 +98,13 @@ abstract class AbstractFilterTest {
     assertThat(lim.peek(key).remaining()).as("nothing reported: the estimate stays").isEqualTo(620);
     assertThat(status("/usage/lots")).isEqualTo(200);
     assertThat(status("/usage/1001")).isEqualTo(200);
-    assertThat(lim.peek(key).remaining()).as("bad reports leave the estimate charged").isEqualTo(420);
+    assertThat(status("/usage/12.5")).isEqualTo(200);
+    assertThat(lim.peek(key).remaining()).as("bad reports leave the estimate charged").isEqualTo(320);
     assertThat(status("/usage/1000")).isEqualTo(200);
     assertThat(lim.peek(key).remaining()).isZero();
     HttpResponse<String> refused = get("/ok");
-    assertThat(refused.statusCode()).as("1,580 charged against 1,000: in debt").isEqualTo(429);
-    assertThat(handled.get()).isEqualTo(6);
+    assertThat(refused.statusCode()).as("1,680 charged against 1,000: in debt").isEqualTo(429);
+    assertThat(handled.get()).isEqualTo(7);
   }
 
   @Test void aCostNeedsAnEstimateThePolicyCanGrantAndAUsageName() {
