@@ -18,4 +18,13 @@ public interface ClockedRateLimiter extends RateLimiter {
 
   /** {@link #refund(Ticket)} at {@code nowMicros}. */
   Refund refundAt(Ticket ticket, long nowMicros);
+
+  /**
+   * {@link #settle(Ticket, long)} at {@code nowMicros}. Every Sluice limiter that implements this
+   * interface overrides it; the default, for limiters that predate settlement, settles at the
+   * limiter's own clock.
+   */
+  default Settlement settleAt(Ticket ticket, long actualPermits, long nowMicros) {
+    return settle(ticket, actualPermits);
+  }
 }

@@ -80,6 +80,14 @@ public sealed interface FailureMode permits FailureMode.Closed, FailureMode.Open
     return Refund.NO_EFFECT;
   }
 
+  /**
+   * A settlement of a ticket the limiter did not issue ({@code actualPermits} already validated): the
+   * fallback's own tickets settle into it, any other is {@link Settlement#NO_EFFECT}. Never throws.
+   */
+  default Settlement settleForeign(Ticket ticket, long actualPermits) {
+    return Settlement.NO_EFFECT;
+  }
+
   /** Called after a limiter reset {@code key}: the fallback forgets its count too. Never throws. */
   default void reset(String key, Policy policy) {}
 
@@ -168,6 +176,15 @@ public sealed interface FailureMode permits FailureMode.Closed, FailureMode.Open
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.WARNING, "fallback limiter refund failed", e);
         return Refund.FAILED;
+      }
+    }
+
+    @Override public Settlement settleForeign(Ticket ticket, long actualPermits) {
+      try {
+        return local.settle(ticket, actualPermits);
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "fallback limiter settlement failed", e);
+        return Settlement.FAILED;
       }
     }
 

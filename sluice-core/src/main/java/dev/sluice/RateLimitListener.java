@@ -1,7 +1,7 @@
 package dev.sluice;
 
 /**
- * Told about decisions, refusals, refunds and store calls. Every method has a no-op default, so a
+ * Told about decisions, refusals, refunds, settlements and store calls. Every method has a no-op default, so a
  * listener implements only what it needs. Limiters call listeners through {@link #guarded}: a
  * listener that throws is logged and never breaks a decision.
  *
@@ -21,6 +21,9 @@ public interface RateLimitListener {
 
   /** A refund and what it did. */
   default void onRefund(Policy policy, Refund result) {}
+
+  /** A settlement ({@link RateLimiter#settle}) and what it did. */
+  default void onSettle(Policy policy, Settlement result) {}
 
   /**
    * One call to a shared store (Redis round trip, SQL statement, store SPI operation): its latency
@@ -68,6 +71,14 @@ final class GuardedListener implements RateLimitListener {
   @Override public void onRefund(Policy policy, Refund result) {
     try {
       delegate.onRefund(policy, result);
+    } catch (Throwable t) {
+      log(t);
+    }
+  }
+
+  @Override public void onSettle(Policy policy, Settlement result) {
+    try {
+      delegate.onSettle(policy, result);
     } catch (Throwable t) {
       log(t);
     }

@@ -76,6 +76,39 @@ public interface RateLimiter {
    */
   Refund refund(Ticket ticket);
 
+  /**
+   * Settles a ticket at the cost its work actually had, for limits on what requests cost (LLM tokens,
+   * bytes) rather than how many there are: reserve an estimate with {@link #tryAcquire(String, long)},
+   * then settle the actual. Below the reservation the difference goes back, as a partial
+   * {@link #refund}; above it the difference is charged even past the limit, into debt, which the
+   * next requests wait out (until refill pays it back, or the window ends). A budget's debt is at
+   * most one more limit's worth (a window's count at most twice its limit; a bucket at most one
+   * capacity below empty); an overrun beyond that is not charged.
+   *
+   * <p><b>Windows.</b> The unused part goes back only into the window the reservation was counted in,
+   * while it is the current one: after that window rolled it does nothing (as a refund). An overrun
+   * is charged to the window it was counted in while that is current, otherwise to the current
+   * window (opening one if none is). Either way a late settlement makes the limiter stricter, never
+   * weaker. Buckets (token bucket, GCRA) have no windows: both directions always apply.
+   *
+   * <p><b>Once.</b> A ticket settles or refunds once, whichever comes first; a second settlement, or
+   * one after a refund, is {@link Settlement#NO_EFFECT}, as is a null ticket or one another limiter
+   * issued. Never throws for store trouble ({@link Settlement#FAILED}); a bad {@code actualPermits}
+   * (below 0, above the policy's limit) is a programmer error and throws
+   * {@link IllegalArgumentException} naming the value and the rule, leaving the ticket unspent.
+   *
+   * <p>This default serves limiters that predate settlement: a settlement at 0 is a refund; any other
+   * is {@link Settlement#FAILED}, and the reservation stays the charge. Every Sluice limiter overrides
+   * it with a settlement in one store round trip.
+   */
+  default Settlement settle(Ticket ticket, long actualPermits) {
+    if (ticket == null) {
+      return Settlement.NO_EFFECT;
+    }
+    dev.sluice.internal.Checks.actual(actualPermits, ticket.policy().limit(), ticket.policy().name());
+    return actualPermits == 0 ? Settlement.of(refund(ticket)) : Settlement.FAILED;
+  }
+
   /** Forgets {@code key}'s state under the default policy: its next check starts fresh. */
   default void reset(String key) {
     reset(key, policy());

@@ -3,9 +3,9 @@ package dev.sluice;
 import java.util.Objects;
 
 /**
- * Proof that permits were counted, for {@link RateLimiter#refund(Ticket)}. A ticket names the policy,
- * the key, the permits and the window (or log entry) they were counted in, so a refund after that
- * window rolled does nothing.
+ * Proof that permits were counted, for {@link RateLimiter#refund(Ticket)} and
+ * {@link RateLimiter#settle(Ticket, long)}. A ticket names the policy, the key, the permits and the
+ * window (or log entry) they were counted in, so a refund after that window rolled does nothing.
  *
  * <p><b>Bound to its issuer.</b> Only an {@link Issuer} makes tickets, and every limiter has its own
  * (or one its builder was given on purpose): a ticket refunds only into a limiter of the issuer that
@@ -41,7 +41,7 @@ public final class Ticket {
 
   public long stamp() { return stamp; }
 
-  /** True once a refund consumed this ticket. */
+  /** True once a refund or a settlement consumed this ticket. */
   public boolean isSpent() { return spent; }
 
   @Override public String toString() {

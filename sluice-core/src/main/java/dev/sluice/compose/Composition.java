@@ -9,6 +9,7 @@ import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
@@ -361,6 +362,71 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
       listener.onRefund(ticket.policy(), result);
     }
     return result;
+  }
+
+  @Override public Settlement settle(Ticket ticket, long actualPermits) {
+    return settleAt(ticket, actualPermits, ticker.nowMicros());
+  }
+
+  /**
+   * Settles every leg (and the shared state) a composed ticket charged at the actual cost, each
+   * through its own ticket and under its own window rule ({@link RateLimiter#settle}), at the one
+   * instant {@code nowMicros}; a leg never settles above its own limit. {@link Settlement#APPLIED}
+   * when any part changed, {@link Settlement#FAILED} when any part could not be settled,
+   * {@link Settlement#NO_EFFECT} for a spent or foreign ticket. A bad {@code actualPermits} throws
+   * before anything is spent; store trouble never throws.
+   */
+  @Override public Settlement settleAt(Ticket ticket, long actualPermits, long nowMicros) {
+    if (ticket != null) {
+      Checks.actual(actualPermits, ticket.policy().limit(), ticket.policy().name());
+    }
+    if (!issuer.claim(ticket)) {
+      return Settlement.NO_EFFECT; // null, spent, or not this composition's
+    }
+    Charges c = book.remove(ticket);
+    if (c == null) {
+      return Settlement.NO_EFFECT;
+    }
+    boolean applied = false;
+    boolean failed = false;
+    for (int i = 0; i < c.legTickets.length; i++) {
+      Ticket t = c.legTickets[i];
+      if (t != null) {
+        Settlement r = settleLeg(c.set, i, t, Math.min(actualPermits, t.policy().limit()), nowMicros);
+        applied |= r == Settlement.APPLIED;
+        failed |= r == Settlement.FAILED;
+      }
+    }
+    if (c.sharedTicket != null) {
+      Settlement r;
+      try {
+        r = shared.settle(c.sharedTicket, Math.min(actualPermits, c.sharedTicket.policy().limit()));
+      } catch (Error e) {
+        throw e;
+      } catch (Throwable e) {
+        warn("the shared state's settlement threw; its reservation stays the charge", e);
+        r = Settlement.FAILED;
+      }
+      applied |= r == Settlement.APPLIED;
+      failed |= r == Settlement.FAILED;
+    }
+    Settlement result = failed ? Settlement.FAILED : applied ? Settlement.APPLIED : Settlement.NO_EFFECT;
+    if (listening) {
+      listener.onSettle(ticket.policy(), result);
+    }
+    return result;
+  }
+
+  /** Never throws but an {@link Error}: a leg that throws counts as a failed settlement. */
+  private Settlement settleLeg(LegSet s, int i, Ticket t, long actual, long now) {
+    try {
+      return s.clocked[i] != null ? s.clocked[i].settleAt(t, actual, now) : s.legs[i].settle(t, actual);
+    } catch (Error e) {
+      throw e;
+    } catch (Throwable e) {
+      warn("a leg's settlement threw; its reservation stays the charge", e);
+      return Settlement.FAILED;
+    }
   }
 
   @Override public void reset(String key) {

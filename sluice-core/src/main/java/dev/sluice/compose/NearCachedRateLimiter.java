@@ -7,6 +7,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
@@ -110,6 +111,18 @@ public final class NearCachedRateLimiter implements RateLimiter {
     }
     roundTrips.increment();
     return delegate.refund(ticket);
+  }
+
+  /**
+   * Settles through the store, after dropping the key's cached refusal when the settlement gives
+   * permits back; an overrun only makes the key stricter, which the store's next answer shows.
+   */
+  @Override public Settlement settle(Ticket ticket, long actualPermits) {
+    if (ticket != null && actualPermits < ticket.permits()) {
+      invalidate(ticket.policy(), ticket.key());
+    }
+    roundTrips.increment();
+    return delegate.settle(ticket, actualPermits);
   }
 
   @Override public void reset(String key, Policy p) {

@@ -6,6 +6,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
 import java.util.concurrent.atomic.LongAdder;
@@ -114,6 +115,11 @@ public final class ShadowRateLimiter implements RateLimiter {
 
   @Override public Refund refund(Ticket ticket) {
     return enforcing != null ? enforcing.refund(ticket) : candidate.refund(ticket);
+  }
+
+  /** Settles into the enforcing limiter only, as a refund does. */
+  @Override public Settlement settle(Ticket ticket, long actualPermits) {
+    return enforcing != null ? enforcing.settle(ticket, actualPermits) : candidate.settle(ticket, actualPermits);
   }
 
   @Override public void reset(String key, Policy p) {

@@ -3,6 +3,7 @@ package dev.sluice.compose;
 import dev.sluice.Decision;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
 import java.util.concurrent.CompletionStage;
@@ -43,6 +44,15 @@ public interface SharedState {
 
   /** Gives a ticket issued by {@link #check} back to the shared store. Never throws. */
   Refund refund(Ticket ticket);
+
+  /**
+   * Settles a ticket issued by {@link #check} at its actual cost ({@link RateLimiter#settle}). Never
+   * throws for store trouble. The default refunds a settlement at 0 and reports any other as
+   * {@link Settlement#FAILED} (the reservation stays the charge).
+   */
+  default Settlement settle(Ticket ticket, long actualPermits) {
+    return actualPermits == 0 ? Settlement.of(refund(ticket)) : Settlement.FAILED;
+  }
 
   /** Forgets {@code key}'s shared state. */
   void reset(String key);
@@ -94,6 +104,14 @@ final class LimiterSharedState implements SharedState {
       return shared.refund(ticket);
     } catch (RuntimeException e) {
       return Refund.FAILED;
+    }
+  }
+
+  @Override public Settlement settle(Ticket ticket, long actualPermits) {
+    try {
+      return shared.settle(ticket, actualPermits);
+    } catch (RuntimeException e) {
+      return Settlement.FAILED;
     }
   }
 

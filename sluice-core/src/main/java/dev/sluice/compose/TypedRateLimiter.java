@@ -4,6 +4,7 @@ import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
 import java.time.Duration;
@@ -109,6 +110,21 @@ public final class TypedRateLimiter<T> {
       return backing.refund(ticket);
     } catch (RuntimeException e) {
       return Refund.FAILED;
+    }
+  }
+
+  /**
+   * Settles a hit at its actual cost ({@link RateLimiter#settle}). A bad {@code actualPermits}
+   * throws as there; store trouble is {@link Settlement#FAILED}.
+   */
+  public Settlement settle(Ticket ticket, long actualPermits) {
+    if (ticket != null) {
+      Checks.actual(actualPermits, ticket.policy().limit(), ticket.policy().name());
+    }
+    try {
+      return backing.settle(ticket, actualPermits);
+    } catch (RuntimeException e) {
+      return Settlement.FAILED;
     }
   }
 

@@ -89,6 +89,35 @@ public final class Checks {
     return permits;
   }
 
+  /**
+   * The actual cost a ticket settles at ({@code RateLimiter.settle}): 0 (the work cost nothing) up to
+   * the policy's limit, the most one reservation can ever hold. A settlement charges at most one
+   * limit's worth, so no caller-supplied number can push a budget's debt (and the stored state)
+   * past the ceiling every backend computes exactly.
+   */
+  public static long actual(long actual, long maxPermits, String policyName) {
+    if (actual < 0) {
+      throw new IllegalArgumentException("actual permits " + actual + " is below 0; settle at the cost the work had, "
+          + "0 when it cost nothing");
+    }
+    if (actual > maxPermits) {
+      throw new IllegalArgumentException("actual permits " + actual + " exceeds " + maxPermits
+          + ", the most policy '" + policyName + "' can ever grant at once; a settlement charges at most one limit's worth, "
+          + "so settle at most " + maxPermits + " (or split the cost over more reservations)");
+    }
+    return actual;
+  }
+
+  /**
+   * What a settlement of {@code ticket} at {@code actual} changes, actual minus the reservation (a
+   * ticket's permits count at most the limit, as in a refund), after {@link #actual} checked the
+   * actual against the ticket's policy.
+   */
+  public static long settlementDelta(dev.sluice.Ticket ticket, long actual) {
+    dev.sluice.Policy p = ticket.policy();
+    return actual(actual, p.limit(), p.name()) - Math.min(ticket.permits(), p.limit());
+  }
+
   public static String policyName(String name) {
     if (name == null || name.isBlank()) {
       throw new IllegalArgumentException("policy name " + (name == null ? "null" : quote(name))

@@ -5,6 +5,7 @@ import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
@@ -146,6 +147,22 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     Refund r = clocked != null ? clocked.refundAt(ticket, now) : limiter.refund(ticket);
     if (r == Refund.NO_EFFECT && ceilingLimiter != limiter) {
       r = ceilingClocked != null ? ceilingClocked.refundAt(ticket, now) : ceilingLimiter.refund(ticket);
+    }
+    return r;
+  }
+
+  @Override public Settlement settle(Ticket ticket, long actualPermits) {
+    return settleAt(ticket, actualPermits, ticker.nowMicros());
+  }
+
+  /**
+   * Settles an identity ticket, or a ceiling ticket from {@link Charge#ceiling()}: each budget is
+   * settled through its own ticket, as it is refunded.
+   */
+  @Override public Settlement settleAt(Ticket ticket, long actualPermits, long now) {
+    Settlement r = clocked != null ? clocked.settleAt(ticket, actualPermits, now) : limiter.settle(ticket, actualPermits);
+    if (r == Settlement.NO_EFFECT && ceilingLimiter != limiter) {
+      r = ceilingClocked != null ? ceilingClocked.settleAt(ticket, actualPermits, now) : ceilingLimiter.settle(ticket, actualPermits);
     }
     return r;
   }

@@ -6,6 +6,7 @@ import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
@@ -189,6 +190,35 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       return out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
     } catch (RuntimeException e) {
       return Refund.FAILED;
+    }
+  }
+
+  @Override public Settlement settle(Ticket ticket, long actualPermits) {
+    return settleAt(ticket, actualPermits, ticker.nowMicros());
+  }
+
+  /** Settles into the ticket's slot ({@link ReferenceModel#settle}), shared with the keys colliding with it. */
+  @Override public Settlement settleAt(Ticket ticket, long actualPermits, long now) {
+    if (ticket == null) {
+      return Settlement.NO_EFFECT;
+    }
+    long delta = Checks.settlementDelta(ticket, actualPermits);
+    Policy p = ticket.policy();
+    try {
+      if (now <= 0 || !issuer.claim(ticket) || delta == 0) {
+        return Settlement.NO_EFFECT;
+      }
+      long[] w = slot(p, ticket.key().isEmpty() ? null : ticket.key());
+      Outcome out = new Outcome();
+      MemoryRateLimiter.lock(w);
+      try {
+        ReferenceModel.settle(p.algorithm(), w, now, delta, ticket.stamp(), out);
+      } finally {
+        MemoryRateLimiter.unlock(w);
+      }
+      return out.wrote() ? Settlement.APPLIED : Settlement.NO_EFFECT;
+    } catch (RuntimeException e) {
+      return Settlement.FAILED;
     }
   }
 

@@ -7,6 +7,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
@@ -371,6 +372,86 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       unlock(w);
     }
     return out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
+  }
+
+  @Override public Settlement settle(Ticket ticket, long actualPermits) {
+    return settleAt(ticket, actualPermits, ticker.nowMicros());
+  }
+
+  /**
+   * Settles one of this limiter's tickets at {@code now} ({@link ReferenceModel#settle}): one locked
+   * step on the key's entry. An overrun on a key whose entry was reclaimed opens it again (it is
+   * charged to the current window); on a full table it cannot be, and is {@link Settlement#FAILED}.
+   */
+  @Override public Settlement settleAt(Ticket ticket, long actualPermits, long now) {
+    if (ticket == null) {
+      return Settlement.NO_EFFECT;
+    }
+    long delta = Checks.settlementDelta(ticket, actualPermits);
+    Policy p = ticket.policy();
+    Settlement r;
+    try {
+      r = doSettle(ticket, p, delta, now);
+    } catch (RuntimeException e) {
+      r = Settlement.FAILED;
+    }
+    if (listening) {
+      listener.onSettle(p, r);
+    }
+    return r;
+  }
+
+  private Settlement doSettle(Ticket ticket, Policy p, long delta, long now) {
+    if (now <= 0 || !issuer.claim(ticket)) {
+      return Settlement.NO_EFFECT;
+    }
+    if (delta == 0) {
+      return Settlement.NO_EFFECT;
+    }
+    Table t = delta > 0 ? table(p) : tables.get(TableKey.of(p));
+    Outcome out = new Outcome();
+    while (true) {
+      Object e = t == null ? null : t.map.get(ticket.key());
+      if (e == null) {
+        if (delta < 0) {
+          return Settlement.NO_EFFECT; // reclaimed: its window ended long ago
+        }
+        e = insert(t, ticket.key(), now);
+        if (e == null) {
+          return Settlement.FAILED; // a full table: the overrun cannot be kept
+        }
+        now = Math.max(now, lastScanAt); // see reclaim()
+      }
+      long[] w = words(e);
+      if (!lock(w)) {
+        if (delta < 0) {
+          return Settlement.NO_EFFECT;
+        }
+        continue; // reclaimed or reset under us: an overrun is charged to a fresh entry
+      }
+      long expiry;
+      try {
+        if (e instanceof LogEntry log) {
+          log.log.settle((Algorithm.SlidingLog) p.algorithm(), now, delta, ticket.stamp(), out);
+        } else {
+          ReferenceModel.settle(p.algorithm(), w, now, delta, ticket.stamp(), out);
+        }
+        expiry = expiresAt(p, e, w);
+      } finally {
+        unlock(w, delta > 0 || isRefusing(w));
+      }
+      if (out.wrote()) {
+        noteExpiry(t, e, expiry);
+        if (t.siblings) {
+          evictSiblings(t, ticket.key());
+        }
+      }
+      return out.wrote() ? Settlement.APPLIED : Settlement.NO_EFFECT;
+    }
+  }
+
+  private static boolean isRefusing(long[] w) {
+    return (w[w.length - 1] & REFUSING) != 0;
   }
 
   @Override public void reset(String key, Policy p) {

@@ -6,6 +6,7 @@ import dev.sluice.Algorithm.Gcra;
 import dev.sluice.Algorithm.SlidingLog;
 import dev.sluice.Algorithm.SlidingWindow;
 import dev.sluice.Algorithm.TokenBucket;
+import dev.sluice.internal.Checks;
 
 /**
  * The reference step functions: the one definition of every algorithm, which every backend (memory,
@@ -31,7 +32,8 @@ import dev.sluice.Algorithm.TokenBucket;
  *
  * <h2>Saturation</h2>
  * A refused acquire never changes the state ({@link Outcome#wrote()} is false): a flood against a
- * key at its limit costs reads, not writes. Only allowed acquires and refunds that applied write.
+ * key at its limit costs reads, not writes. Only allowed acquires and refunds and settlements that
+ * applied write.
  */
 public final class ReferenceModel {
   private ReferenceModel() {}
@@ -88,51 +90,127 @@ public final class ReferenceModel {
   }
 
   /**
-   * Returns {@code permits} counted under {@code stamp} at {@code now}. Window algorithms give them
-   * back only while the window they were counted in is still the current one; buckets take them back
-   * up to capacity. {@link Outcome#wrote()} tells whether anything changed; the other fields are
-   * those of a peek after the refund.
+   * Returns {@code permits} counted under {@code stamp} at {@code now}: {@link #settle} by
+   * {@code -permits}. Window algorithms give them back only while the window they were counted in is
+   * still the current one; buckets take them back up to capacity. {@link Outcome#wrote()} tells
+   * whether anything changed; the other fields are those of a peek after the refund.
    */
   public static void refund(Algorithm alg, long[] st, long now, long permits, long stamp, Outcome out) {
+    settle(alg, st, now, -permits, stamp, out);
+  }
+
+  /**
+   * Settles a reservation counted under {@code stamp} at its actual cost: {@code delta} is the
+   * actual minus the reserved permits (|delta| at most the limit, validated by the caller).
+   * <ul>
+   *   <li>{@code delta < 0} gives {@code -delta} back, as a refund: a window only while the one of
+   *       {@code stamp} is current (after it rolled, nothing), a bucket up to capacity.
+   *   <li>{@code delta > 0} charges it, past the limit if need be, into debt of at most one more
+   *       limit ({@link #debtCeiling(long, long)}): a window's count is charged in the window of
+   *       {@code stamp} while it is current, otherwise in the current window (a fresh one opened at {@code now}
+   *       when none is); a token bucket's balance goes at most one capacity below empty, kept as a
+   *       later update time (the instant the debt is paid) with the remainder of a period's refill;
+   *       GCRA's theoretical arrival time moves by the debt, at most twice the burst ahead of now
+   *       (and never past 2^52 in its own units).
+   * </ul>
+   * Debt needs no new state shape: a window's count above its limit, a bucket's update time ahead of
+   * the clock and a TAT beyond the burst all refuse until refill or the window's end pays them back.
+   * {@link Outcome#wrote()} tells whether anything changed; the other fields are a peek's after it.
+   */
+  public static void settle(Algorithm alg, long[] st, long now, long delta, long stamp, Outcome out) {
     if (now <= 0) {
       out.invalid();
       return;
     }
     boolean wrote;
     if (alg instanceof FixedWindow fw) {
-      wrote = st[0] != 0 && now - st[0] < fw.windowMicros() && st[0] == stamp && st[1] > 0;
-      if (wrote) {
-        st[1] = Math.max(0, st[1] - permits);
+      boolean live = st[0] != 0 && now - st[0] < fw.windowMicros();
+      if (delta < 0) {
+        wrote = live && st[0] == stamp && st[1] > 0;
+        if (wrote) {
+          st[1] = Math.max(0, st[1] + delta);
+        }
+      } else if (live) {
+        long c = charge(st[1], delta, debtCeiling(fw.limit(), 1));
+        wrote = c != st[1];
+        st[1] = c;
+      } else {
+        wrote = delta > 0;
+        if (wrote) {
+          st[0] = now;
+          st[1] = Math.min(delta, debtCeiling(fw.limit(), 1));
+        }
       }
     } else if (alg instanceof SlidingWindow sw) {
       long[] n = {st[0], st[1], st[2]};
       normalizeSliding(sw.windowMicros(), n, now);
-      wrote = n[0] == stamp && n[1] > 0;
+      long c = delta < 0
+          ? (n[0] == stamp ? Math.max(0, n[1] + delta) : n[1])
+          : charge(n[1], delta, debtCeiling(sw.limit(), sw.windowMicros()));
+      wrote = c != n[1];
       if (wrote) {
         st[0] = n[0];
-        st[1] = Math.max(0, n[1] - permits);
+        st[1] = c;
         st[2] = n[2];
       }
     } else if (alg instanceof TokenBucket tb) {
-      long full = tb.capacity() * tb.refillPeriodMicros();
-      long s = refill(tb, st, now);
-      long s2 = Math.min(full, s + permits * tb.refillPeriodMicros());
-      wrote = s2 != s;
-      if (wrote) {
-        st[0] = Math.max(now, st[0]);
-        st[1] = s2;
+      long p = tb.refillPeriodMicros();
+      long r = tb.refillTokens();
+      long full = tb.capacity() * p;
+      long b = balance(tb, st, now);
+      long b2 = Math.max(-full, Math.min(full, b - delta * p));
+      wrote = b2 != b;
+      if (wrote && b2 >= 0) {
+        st[0] = now;
+        st[1] = b2;
+      } else if (wrote) {
+        long k = ceilDiv(-b2, r); // the debt is paid k microseconds from now, with k r + b2 (< r) to spare
+        st[0] = now + k;
+        st[1] = Math.min(full, k * r + b2);
       }
     } else if (alg instanceof Gcra g) {
       long debt = gcraDebt(g, st, now);
-      wrote = debt > 0;
+      long d2 = delta < 0 ? Math.max(0, debt + delta * g.periodMicros())
+          : charge(debt, delta * g.periodMicros(), debtCeiling(g.burst() * g.periodMicros(), 1));
+      wrote = d2 != debt;
       if (wrote) {
-        setDebt(g, st, now, Math.max(0, debt - permits * g.periodMicros()));
+        setDebt(g, st, now, d2);
       }
     } else {
       throw noLog();
     }
     peek(alg, st, now, out);
     out.wrote = wrote;
+  }
+
+  /**
+   * The most a count (or GCRA's debt) may reach through settlements: twice the limit, one limit of
+   * debt, but never so much that {@code ceiling x unit} passes 2^52 ({@link Checks#MAX_EXACT}), the
+   * exact range every backend computes in (the sliding window multiplies its count by up to one
+   * window). A limit already at that bound gets no debt.
+   */
+  public static long debtCeiling(long limit, long unit) {
+    long most = Checks.MAX_EXACT / unit;
+    return limit <= most / 2 ? 2 * limit : Math.max(limit, most);
+  }
+
+  /** {@code value + delta}, but no higher than {@code ceiling}; a value already at or over it stays. */
+  static long charge(long value, long delta, long ceiling) {
+    return value >= ceiling ? value : Math.min(ceiling, value + delta);
+  }
+
+  /**
+   * A token bucket's balance at {@code now}, in scaled tokens: negative while it is in debt. A state
+   * whose update time is ahead of the clock (a debt, or another node's clock) owes the refill
+   * between now and then; the balance never goes below one capacity of debt.
+   */
+  private static long balance(TokenBucket tb, long[] st, long now) {
+    long lag = st[0] - now;
+    if (st[0] == 0 || lag <= 0) {
+      return refill(tb, st, now);
+    }
+    long full = tb.capacity() * tb.refillPeriodMicros();
+    return lag >= ceilDiv(st[1] + full, tb.refillTokens()) ? -full : st[1] - lag * tb.refillTokens();
   }
 
   /**

@@ -5,8 +5,9 @@ import dev.sluice.Algorithm.SlidingLog;
 /**
  * State and reference steps of the exact sliding log: a ring of (time, permits) entries, oldest first,
  * at most {@code limit} of them (each entry holds at least one permit; entries at the same microsecond
- * are merged). Entries older than one window are dropped as they are passed; dropping them changes no
- * decision, so a refused acquire still "writes nothing" that any later decision could observe.
+ * are merged; a settlement's overrun adds to its entry, or logs one at now once the entry is gone).
+ * Entries older than one window are dropped as they are passed; dropping them changes no decision,
+ * so a refused acquire still "writes nothing" that any later decision could observe.
  *
  * <pre>
  *   live entries = those with now - time &lt; W;  total = their permits
@@ -43,21 +44,47 @@ public final class SlidingLogState {
   }
 
   public void refund(SlidingLog sl, long now, long n, long stamp, Outcome out) {
+    settle(sl, now, -n, stamp, out);
+  }
+
+  /**
+   * Settles the entry of {@code stamp} at its actual cost ({@link ReferenceModel#settle}):
+   * {@code delta < 0} takes that much out of the entry while it is live; {@code delta > 0} adds it to
+   * the entry while it is live, otherwise logs it at {@code now} (after the newest entry, merged with
+   * it at the same instant), never past twice the limit logged in the window.
+   */
+  public void settle(SlidingLog sl, long now, long delta, long stamp, Outcome out) {
     if (now <= 0) {
       out.invalid();
       return;
     }
     prune(sl, now);
     boolean wrote = false;
-    for (int i = 0; i < size; i++) {
-      int j = idx(i);
-      if (times[j] == stamp) {
-        long give = Math.min(n, permits[j]);
-        permits[j] -= give;
-        total -= give;
-        wrote = give > 0;
-        break;
+    int at = -1;
+    for (int i = 0; i < size && at < 0; i++) {
+      if (times[idx(i)] == stamp) {
+        at = idx(i);
       }
+    }
+    if (delta < 0 && at >= 0) {
+      long give = Math.min(-delta, permits[at]);
+      permits[at] -= give;
+      total -= give;
+      wrote = give > 0;
+    } else if (delta > 0) {
+      long add = ReferenceModel.charge(total, delta, ReferenceModel.debtCeiling(sl.limit(), 1)) - total;
+      wrote = add > 0;
+      if (wrote && at >= 0) {
+        permits[at] += add;
+      } else if (wrote) {
+        long t = size == 0 ? now : Math.max(now, times[idx(size - 1)]);
+        if (size > 0 && times[idx(size - 1)] == t) {
+          permits[idx(size - 1)] += add;
+        } else {
+          push(t, add);
+        }
+      }
+      total += add;
     }
     step(sl, now, 1, out, false);
     out.wrote = wrote;

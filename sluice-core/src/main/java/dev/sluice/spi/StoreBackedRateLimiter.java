@@ -7,6 +7,7 @@ import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
@@ -46,7 +47,8 @@ import java.util.function.BiConsumer;
  *   <li>tickets: issued by this limiter's {@link Ticket.Issuer}, refunded exactly once, a foreign
  *       ticket routed to the fallback (whose own it may be) or {@link Refund#NO_EFFECT}; a refund that
  *       may have reached the store stays spent, one that certainly did not
- *       ({@link StoreNotReachedException}, or a step that wrote nothing) can be retried;
+ *       ({@link StoreNotReachedException}, or a step that wrote nothing) can be retried; a
+ *       settlement (a refund of the unused part, or an {@link Step#OVERRUN}) follows the same rules;
  *   <li>listener events: one decision event per decision, one store-call event per step, one refund
  *       event per refund;
  *   <li>request coalescing, for a backend that can decide a batch ({@link #stepBatch}): acquires
@@ -78,7 +80,14 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     /** Answer whether one permit fits, writing nothing. */
     PEEK,
     /** Give a ticket's permits back to the window or bucket of its stamp. */
-    REFUND
+    REFUND,
+    /**
+     * Charge a settlement's overrun ({@link dev.sluice.model.ReferenceModel#settle} with a positive
+     * difference): {@code permits} is the actual cost minus the reservation, at least 1, and
+     * {@code stamp} the ticket's. A settlement below the reservation is a {@link #REFUND} of the
+     * difference. Either way one round trip, as an acquire.
+     */
+    OVERRUN
   }
 
   private final Policy policy;
@@ -302,21 +311,55 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     if (!issuer.issued(ticket)) {
       return report(p, failureMode.refundForeign(ticket));
     }
-    P plan = plan(p);
     long permits = Math.min(ticket.permits(), p.limit()); // more than the limit gives back the same: all of it
     if (permits < 1 || !issuer.claim(ticket)) {
       return report(p, Refund.NO_EFFECT);
     }
-    long now = nowMicros;
+    return report(p, spend(ticket, Step.REFUND, permits, nowMicros));
+  }
+
+  @Override public final Settlement settle(Ticket ticket, long actualPermits) {
+    return settleAtTime(ticket, actualPermits, clock());
+  }
+
+  /**
+   * {@link #settle} at {@code nowMicros} (or {@link #STORE_CLOCK}): one step, a {@link Step#REFUND}
+   * of the unused part or an {@link Step#OVERRUN} of the excess, under the same once-only rules as a
+   * refund (a settlement that may have reached the store stays spent; one that certainly did not
+   * can be retried).
+   */
+  protected final Settlement settleAtTime(Ticket ticket, long actualPermits, long nowMicros) {
+    if (ticket == null) {
+      return Settlement.NO_EFFECT;
+    }
+    long delta = Checks.settlementDelta(ticket, actualPermits);
+    Policy p = ticket.policy();
+    Settlement r;
+    if (!issuer.issued(ticket)) {
+      r = failureMode.settleForeign(ticket, actualPermits);
+    } else if (!issuer.claim(ticket) || delta == 0) {
+      r = Settlement.NO_EFFECT;
+    } else {
+      r = Settlement.of(delta < 0 ? spend(ticket, Step.REFUND, -delta, nowMicros) : spend(ticket, Step.OVERRUN, delta, nowMicros));
+    }
+    listener.onSettle(p, r);
+    return r;
+  }
+
+  /** One refund or settlement step for a claimed ticket; releases the claim when nothing was applied for sure. */
+  private Refund spend(Ticket ticket, Step step, long permits, long now) {
+    boolean settling = step == Step.OVERRUN || permits != Math.min(ticket.permits(), ticket.policy().limit());
+    Policy p = ticket.policy();
     if (!plausible(now)) {
       issuer.release(ticket);
-      return report(p, Refund.FAILED);
+      return Refund.FAILED;
     }
+    P plan = plan(p);
     long start = nanoTime();
     Throwable error = null;
     Refund result;
     try {
-      StepResult r = step(plan, Step.REFUND, ticket.key(), permits, ticket.stamp(), now, start + timeoutNanos);
+      StepResult r = step(plan, step, ticket.key(), permits, ticket.stamp(), now, start + timeoutNanos);
       if (r.failure() != null) {
         issuer.release(ticket); // corrupt state, clock or contention: the step wrote nothing
         result = Refund.FAILED;
@@ -327,16 +370,17 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
       error = caught(e);
       if (error instanceof StoreNotReachedException) {
         issuer.release(ticket); // nothing was sent: the ticket stays usable
-      } // else the refund may have run: keep the ticket spent, so a retry can never give twice
+      } // else the step may have run: keep the ticket spent, so a retry can never apply twice
       result = Refund.FAILED;
     }
     if (!reportsOwnStoreCalls()) {
       listener.onStoreCall(p, nanoTime() - start, error);
     }
     if (error != null) {
-      LOG.log(System.Logger.Level.WARNING, "refund for policy '" + p.name() + "' failed; the limiter stays stricter: " + error);
+      LOG.log(System.Logger.Level.WARNING, (settling ? "settlement" : "refund") + " for policy '" + p.name()
+          + "' failed; " + (settling ? "the reservation stays the charge: " : "the limiter stays stricter: ") + error);
     }
-    return report(p, result);
+    return result;
   }
 
   private P plan(Policy p) {

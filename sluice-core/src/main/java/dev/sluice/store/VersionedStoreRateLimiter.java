@@ -7,6 +7,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
@@ -149,6 +150,10 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
     return refundAtTime(ticket, nowMicros);
   }
 
+  @Override public Settlement settleAt(Ticket ticket, long actualPermits, long nowMicros) {
+    return settleAtTime(ticket, actualPermits, nowMicros);
+  }
+
   // ---------------------------------------------------------------------------------------------
   // The step: the compare-and-set loop
   // ---------------------------------------------------------------------------------------------
@@ -177,11 +182,12 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
     Algorithm alg = p.algorithm();
     Outcome out = new Outcome();
     StepResult[] r = new StepResult[1];
-    casLoop(p, key, now, deadline, step == Step.REFUND, r, st -> {
+    casLoop(p, key, now, deadline, step == Step.REFUND || step == Step.OVERRUN, r, st -> {
       switch (step) {
         case ACQUIRE -> ReferenceModel.acquire(alg, st, now, permits, out);
         case PEEK -> ReferenceModel.peek(alg, st, now, out);
         case REFUND -> ReferenceModel.refund(alg, st, now, permits, stamp, out);
+        case OVERRUN -> ReferenceModel.settle(alg, st, now, permits, stamp, out);
       }
       r[0] = result(out);
       return out.wrote();
@@ -231,7 +237,7 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
       try {
         rec = read(p, partition, id, deadline);
       } catch (RuntimeException e) {
-        // Nothing was written yet: a refund that fails here can be retried.
+        // Nothing was written yet: a refund or settlement that fails here can be retried.
         throw refund ? new StoreNotReachedException("could not read the record", e) : e;
       }
       StepResult bad = load(alg, rec, id, now, st, meta);

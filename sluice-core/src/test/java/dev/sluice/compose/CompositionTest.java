@@ -11,6 +11,7 @@ import dev.sluice.RateLimiter;
 import dev.sluice.RateLimiters;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.memory.MemoryRateLimiter;
@@ -129,6 +130,38 @@ class CompositionTest {
     Ticket foreign = a.tryAcquire("k").ticket().orElseThrow();
     assertThat(all.refund(foreign)).isEqualTo(Refund.NO_EFFECT);
     assertThat(all.refund(null)).isEqualTo(Refund.NO_EFFECT);
+  }
+
+  /** Issue 19: settling a composed ticket settles every leg and the shared state, each once, at one instant. */
+  @Test
+  void aComposedTicketSettlesEveryLegAndTheSharedStateOnce() {
+    MemoryRateLimiter a = Legs.memory(Policy.fixedWindow("a", 100, Duration.ofSeconds(10)), ticker);
+    MemoryRateLimiter b = Legs.memory(Policy.tokenBucket("b", 100, 1, Duration.ofHours(1)), ticker);
+    MemoryRateLimiter shared = Legs.memory(Policy.gcra("s", 1, Duration.ofHours(1), 100), ticker);
+    var clocked = new Legs.Clocked(a);
+    Composition all = Composition.builder().sharedState(SharedState.of(shared)).leg(clocked).leg(new Legs.Plain(b)).build();
+    Ticket t = all.tryAcquire("k", 40).ticket().orElseThrow();
+    ticker.advanceMicros(7);
+    assertThat(all.settle(t, 10)).isEqualTo(Settlement.APPLIED);
+    assertThat(clocked.lastInstant).as("the composition's one reading").isEqualTo(T0 + 7);
+    assertThat(a.peek("k").remaining()).isEqualTo(90);
+    assertThat(b.peek("k").remaining()).isEqualTo(90);
+    assertThat(shared.peek("k").remaining()).isEqualTo(90);
+    assertThat(all.settle(t, 50)).isEqualTo(Settlement.NO_EFFECT);
+    assertThat(all.refund(t)).isEqualTo(Refund.NO_EFFECT);
+
+    Ticket u = all.tryAcquire("k", 10).ticket().orElseThrow();
+    assertThatThrownBy(() -> all.settle(u, -1)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("actual permits -1 is below 0; settle at the cost the work had, 0 when it cost nothing");
+    assertThat(u.isSpent()).isFalse();
+    assertThat(all.settle(u, 100)).as("an overrun of 90 on each part").isEqualTo(Settlement.APPLIED);
+    for (RateLimiter part : List.of(a, b, shared)) {
+      assertThat(part.peek("k").remaining()).as(part.policy().name()).isZero();
+    }
+    assertThat(all.tryAcquire("k").allowed()).as("every part is 10 in debt").isFalse();
+    Ticket foreign = a.tryAcquire("other").ticket().orElseThrow();
+    assertThat(all.settle(foreign, 0)).isEqualTo(Settlement.NO_EFFECT);
+    assertThat(all.settle(null, 0)).isEqualTo(Settlement.NO_EFFECT);
   }
 
   @Test

@@ -4,6 +4,7 @@ import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 
@@ -30,6 +31,10 @@ class ForwardingClocked implements ClockedRateLimiter {
   @Override public Refund refund(Ticket t) { return d.refund(t); }
 
   @Override public Refund refundAt(Ticket t, long now) { return d.refundAt(t, now); }
+
+  @Override public Settlement settle(Ticket t, long actual) { return d.settle(t, actual); }
+
+  @Override public Settlement settleAt(Ticket t, long actual, long now) { return d.settleAt(t, actual, now); }
 
   @Override public void reset(String key, Policy p) { d.reset(key, p); }
 }

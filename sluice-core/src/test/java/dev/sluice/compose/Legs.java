@@ -5,6 +5,7 @@ import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.memory.MemoryRateLimiter;
@@ -57,6 +58,9 @@ final class Legs {
       }
       return r;
     }
+
+    /** Forwarded (not counted in {@link #netCharged}). */
+    @Override public Settlement settle(Ticket t, long actual) { return d.settle(t, actual); }
 
     @Override public void reset(String key, Policy p) { d.reset(key, p); }
 
@@ -111,6 +115,17 @@ final class Legs {
     @Override public Refund refund(Ticket t) {
       ownClock.incrementAndGet();
       return refundAt(t, d.ticker().nowMicros());
+    }
+
+    /** Forwarded (not counted in {@link #netCharged}). */
+    @Override public Settlement settle(Ticket t, long actual) {
+      ownClock.incrementAndGet();
+      return settleAt(t, actual, d.ticker().nowMicros());
+    }
+
+    @Override public Settlement settleAt(Ticket t, long actual, long now) {
+      lastInstant = now;
+      return d.settleAt(t, actual, now);
     }
 
     @Override public Refund refundAt(Ticket t, long now) {

@@ -35,6 +35,14 @@ import java.security.NoSuchAlgorithmException;
  * otherwise the limit headers are set and the request proceeds. After the handler,
  * {@code skipFailedRequests} refunds when it threw or answered 5xx, {@code skipSuccessfulRequests}
  * when it answered below 400.
+ *
+ * <p><b>Cost.</b> With {@link Builder#cost(long, String)} a request reserves an estimate instead of
+ * one permit (LLM tokens, bytes), and after the handler its ticket is settled at the actual cost
+ * the handler reported in a request attribute or response header of the configured name (say
+ * {@code X-Usage-Tokens}): the unused part goes back, an overrun is charged into debt
+ * ({@link RateLimiter#settle}). A handler that reports nothing leaves the estimate charged; one
+ * that reports a value that is not a whole number from 0 to the policy's limit is logged, and the
+ * estimate stays charged. A refund under the skip options takes precedence.
  */
 public final class HttpRateLimit {
   /** The key charged on the global ceiling for every request, whoever sent it. */
@@ -54,6 +62,10 @@ public final class HttpRateLimit {
   final boolean skipFailed;
   final boolean skipSuccessful;
   final Ticker ticker;
+  /** Permits a request reserves: 1, or the estimate of {@link Builder#cost}. */
+  final long reserve;
+  /** The request attribute or response header the actual cost is read from; null without {@link Builder#cost}. */
+  final String usage;
 
   private HttpRateLimit(Builder b) {
     this.limiter = b.limiter;
@@ -66,6 +78,8 @@ public final class HttpRateLimit {
     this.skipFailed = b.skipFailed;
     this.skipSuccessful = b.skipSuccessful;
     this.ticker = b.ticker;
+    this.reserve = b.reserve;
+    this.usage = b.usage;
   }
 
   public static Builder builder(RateLimiter limiter) {
@@ -81,6 +95,9 @@ public final class HttpRateLimit {
   public boolean skipFailedRequests() { return skipFailed; }
 
   public boolean skipSuccessfulRequests() { return skipSuccessful; }
+
+  /** The request attribute or response header a request's actual cost is settled from, or null. */
+  public String usageName() { return usage; }
 
   /** The key a request is charged under: the resolver's, {@link KeyResolver#UNKNOWN} when it has none. */
   public String keyOf(RequestView request) {
@@ -116,9 +133,9 @@ public final class HttpRateLimit {
     Decision primary;
     Decision global = null;
     if (ceiling == null) {
-      primary = limiter.tryAcquire(key, 1, policy);
+      primary = limiter.tryAcquire(key, reserve, policy);
     } else {
-      CeilingRateLimiter.Charge c = ceiling.charge(key, 1, policy); // a ceiling refusal refunds the client
+      CeilingRateLimiter.Charge c = ceiling.charge(key, reserve, policy); // a ceiling refusal refunds the client
       primary = c.identity();
       global = c.ceiling();
     }
@@ -137,6 +154,8 @@ public final class HttpRateLimit {
     private boolean skipFailed;
     private boolean skipSuccessful;
     private Ticker ticker;
+    private long reserve = 1;
+    private String usage;
 
     private Builder(RateLimiter limiter) {
       this.limiter = limiter;
@@ -197,12 +216,35 @@ public final class HttpRateLimit {
       return this;
     }
 
+    /**
+     * Limits what requests cost rather than how many there are: each request reserves
+     * {@code estimate} permits, and after the handler its ticket settles at the actual cost the
+     * handler put in the request attribute {@code usage} (a {@link Number} or decimal string) or,
+     * when there is none, the response header {@code usage} (e.g. {@code X-Usage-Tokens}).
+     */
+    public Builder cost(long estimate, String usage) {
+      if (estimate < 1) {
+        Checks.permits(estimate, Long.MAX_VALUE, "(cost)");
+      }
+      if (usage == null || usage.isBlank()) {
+        throw new IllegalArgumentException("usage name " + (usage == null ? "null" : Checks.quote(usage))
+            + " is blank; name the request attribute or response header the handler reports its cost in, such as \"X-Usage-Tokens\"");
+      }
+      this.reserve = estimate;
+      this.usage = usage;
+      return this;
+    }
+
     public HttpRateLimit build() {
       if (skipFailed && skipSuccessful) {
         throw new IllegalStateException("skipFailedRequests and skipSuccessfulRequests are both set; "
             + "then only 4xx answers would count: choose one");
       }
       Policy client = policy != null ? policy : limiter.policy();
+      Checks.permits(reserve, client.limit(), client.name());
+      if (ceilingPolicy != null) {
+        Checks.permits(reserve, ceilingPolicy.limit(), ceilingPolicy.name());
+      }
       ceiling = ceilingPolicy == null ? null : CeilingRateLimiter.builder(limiter, ceilingPolicy)
           .identityPolicy(client).ceilingLimiter(ceilingLimiter).ceilingKey(GLOBAL_KEY).build();
       if (ticker == null) {

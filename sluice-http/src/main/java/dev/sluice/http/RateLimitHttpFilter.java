@@ -12,7 +12,9 @@ import java.util.List;
 
 /**
  * A filter for the JDK's {@code com.sun.net.httpserver.HttpServer} that rate-limits requests as
- * its {@link HttpRateLimit} says.
+ * its {@link HttpRateLimit} says. With a cost ({@link HttpRateLimit.Builder#cost}), the handler
+ * reports a request's actual cost in the response header of the configured name (exchange
+ * attributes are shared by the whole context on JDK 17, so they are not read).
  *
  * <pre>{@code
  * HttpContext ctx = server.createContext("/api", handler);
@@ -48,10 +50,12 @@ public final class RateLimitHttpFilter extends Filter {
     try {
       chain.doFilter(exchange);
     } catch (IOException | RuntimeException | Error e) {
-      admission.complete(true, -1);
+      admission.complete(true, -1, name -> null);
       throw e;
     }
-    admission.complete(false, exchange.getResponseCode());
+    // The response header only: on JDK 17 an exchange's attributes are its context's, shared by
+    // every exchange at once, so one request's usage would settle another's.
+    admission.complete(false, exchange.getResponseCode(), name -> exchange.getResponseHeaders().getFirst(name));
   }
 
   @Override public String description() {

@@ -16,11 +16,12 @@ import java.security.Principal;
 import java.util.Collections;
 import java.util.Enumeration;
 import java.util.List;
+import java.util.function.Function;
 
 /**
  * A Jakarta Servlet (6.0+) filter that rate-limits requests as its {@link HttpRateLimit} says.
  * Requests that are not HTTP, and dispatches other than {@code REQUEST}, pass through. Asynchronous requests are completed (and, under the
- * skip options, refunded) when their async cycle completes.
+ * skip options, refunded, or with a cost, settled) when their async cycle completes.
  *
  * <pre>{@code
  * FilterHolder holder = new FilterHolder(new RateLimitServletFilter(rateLimit));
@@ -60,21 +61,25 @@ public final class RateLimitServletFilter implements Filter {
     try {
       chain.doFilter(request, response);
     } catch (IOException | ServletException | RuntimeException | Error e) {
-      admission.complete(true, -1);
+      admission.complete(true, -1, NO_USAGE);
       throw e;
     }
+    Function<String, Object> usage = name -> {
+      Object a = request.getAttribute(name);
+      return a != null ? a : response.getHeader(name);
+    };
     if (request.isAsyncStarted()) {
       request.getAsyncContext().addListener(new AsyncListener() {
         @Override public void onComplete(AsyncEvent event) {
-          admission.complete(false, response.getStatus());
+          admission.complete(false, response.getStatus(), usage);
         }
 
         @Override public void onTimeout(AsyncEvent event) {
-          admission.complete(true, -1);
+          admission.complete(true, -1, NO_USAGE);
         }
 
         @Override public void onError(AsyncEvent event) {
-          admission.complete(true, -1);
+          admission.complete(true, -1, NO_USAGE);
         }
 
         @Override public void onStartAsync(AsyncEvent event) {
@@ -82,9 +87,11 @@ public final class RateLimitServletFilter implements Filter {
         }
       });
     } else {
-      admission.complete(false, response.getStatus());
+      admission.complete(false, response.getStatus(), usage);
     }
   }
+
+  private static final Function<String, Object> NO_USAGE = name -> null;
 
   /** A servlet request as the key resolvers see it. */
   private static final class View implements RequestView {

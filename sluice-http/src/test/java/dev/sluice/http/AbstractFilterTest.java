@@ -70,6 +70,54 @@ abstract class AbstractFilterTest {
     }
   }
 
+  /** The cost the handler of {@code path} reports in the {@code X-Usage-Tokens} response header: {@code /usage/<n>}. */
+  static String usageHeader(String path) {
+    return path.startsWith("/usage/") ? path.substring("/usage/".length()) : null;
+  }
+
+  /** The cost the handler of {@code path} reports in the {@code X-Usage-Tokens} request attribute: {@code /attr/<n>}, a Long. */
+  static Long usageAttribute(String path) {
+    return path.startsWith("/attr/") ? Long.valueOf(path.substring("/attr/".length())) : null;
+  }
+
+  /**
+   * Issue 19: a cost limit reserves the estimate per request and settles it at the usage the handler
+   * reports (header or attribute); no report, or a bad one, leaves the estimate charged; an overrun
+   * goes into debt and the next request is refused.
+   */
+  @Test void aCostLimitSettlesEachRequestAtTheUsageItsHandlerReports() throws Exception {
+    Policy tokens = Policy.fixedWindow("tokens", 1000, Duration.ofSeconds(60));
+    MemoryRateLimiter lim = memory(tokens);
+    serve(HttpRateLimit.builder(lim).cost(100, "X-Usage-Tokens").build());
+    String key = "ip:127.0.0.1";
+    assertThat(status("/usage/30")).isEqualTo(200);
+    assertThat(lim.peek(key).remaining()).as("reserved 100, settled at 30").isEqualTo(970);
+    assertThat(status("/attr/250")).isEqualTo(200);
+    assertThat(lim.peek(key).remaining()).isEqualTo(720);
+    assertThat(status("/ok")).isEqualTo(200);
+    assertThat(lim.peek(key).remaining()).as("nothing reported: the estimate stays").isEqualTo(620);
+    assertThat(status("/usage/lots")).isEqualTo(200);
+    assertThat(status("/usage/1001")).isEqualTo(200);
+    assertThat(status("/usage/12.5")).isEqualTo(200);
+    assertThat(lim.peek(key).remaining()).as("bad reports leave the estimate charged").isEqualTo(320);
+    assertThat(status("/usage/1000")).isEqualTo(200);
+    assertThat(lim.peek(key).remaining()).isZero();
+    HttpResponse<String> refused = get("/ok");
+    assertThat(refused.statusCode()).as("1,680 charged against 1,000: in debt").isEqualTo(429);
+    assertThat(handled.get()).isEqualTo(7);
+  }
+
+  @Test void aCostNeedsAnEstimateThePolicyCanGrantAndAUsageName() {
+    MemoryRateLimiter lim = memory(API);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> HttpRateLimit.builder(lim).cost(4, "X-Usage-Tokens").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("permits 4 exceeds 3, the most policy 'api' can ever grant at once; such a request could never be allowed");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> HttpRateLimit.builder(lim).cost(1, " "))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("usage name \" \" is blank; name the request attribute or response header the handler reports its cost in,"
+            + " such as \"X-Usage-Tokens\"");
+  }
+
   void serve(HttpRateLimit rateLimit) throws Exception {
     base = start(rateLimit);
   }

@@ -14,7 +14,15 @@ class JdkHttpServerFilterTest extends AbstractFilterTest {
   @Override URI start(HttpRateLimit rateLimit) throws Exception {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     HttpContext ctx = server.createContext("/", exchange -> {
-      int status = respond(exchange.getRequestURI().getPath());
+      String path = exchange.getRequestURI().getPath();
+      int status = respond(path);
+      if (usageHeader(path) != null) {
+        exchange.getResponseHeaders().set("X-Usage-Tokens", usageHeader(path));
+      }
+      if (usageAttribute(path) != null) {
+        // the JDK filter reads the header only (exchange attributes are the context's on JDK 17)
+        exchange.getResponseHeaders().set("X-Usage-Tokens", usageAttribute(path).toString());
+      }
       byte[] body = "ok".getBytes(StandardCharsets.UTF_8);
       exchange.sendResponseHeaders(status, body.length);
       try (OutputStream os = exchange.getResponseBody()) {

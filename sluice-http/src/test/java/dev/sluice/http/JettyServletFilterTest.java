@@ -55,6 +55,15 @@ class JettyServletFilterTest extends AbstractFilterTest {
           return;
         }
         int status = respond(path);
+        if (usageHeader(path) != null) {
+          resp.setHeader("X-Usage-Tokens", usageHeader(path));
+        }
+        if (usageAttribute(path) != null) {
+          req.setAttribute("X-Usage-Tokens", usageAttribute(path));
+        }
+        if (path.equals("/attr-decimal")) {
+          req.setAttribute("X-Usage-Tokens", new java.math.BigDecimal("12.5"));
+        }
         resp.setStatus(status);
         resp.setContentType("text/plain");
         resp.getOutputStream().write("ok".getBytes(StandardCharsets.UTF_8));
@@ -71,6 +80,14 @@ class JettyServletFilterTest extends AbstractFilterTest {
     if (server != null) {
       server.stop();
     }
+  }
+
+  /** A usage attribute that is a Number but not a whole one (BigDecimal 12.5) was settled at 12. */
+  @Test void aFractionalUsageAttributeLeavesTheEstimateCharged() throws Exception {
+    MemoryRateLimiter lim = memory(dev.sluice.Policy.fixedWindow("tokens", 1000, java.time.Duration.ofSeconds(60)));
+    serve(HttpRateLimit.builder(lim).cost(100, "X-Usage-Tokens").build());
+    assertThat(status("/attr-decimal")).isEqualTo(200);
+    assertThat(lim.peek("ip:127.0.0.1").remaining()).isEqualTo(900);
   }
 
   @Test void asyncRequestsAreSettledWhenTheirAsyncCycleCompletes() throws Exception {

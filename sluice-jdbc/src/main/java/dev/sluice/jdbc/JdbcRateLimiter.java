@@ -179,7 +179,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
       return switch (call.op) {
         case ACQUIRE -> statements.acquire(call);
         case PEEK -> statements.peek(call);
-        case REFUND -> {
+        case REFUND, OVERRUN -> {
           boolean applied = statements.refund(call, stamp);
           yield StepResult.decided(false, 0, 0, 0, 0, applied);
         }
@@ -208,6 +208,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
       case ACQUIRE -> Op.ACQUIRE;
       case PEEK -> Op.PEEK;
       case REFUND -> Op.REFUND;
+      case OVERRUN -> Op.OVERRUN;
     };
     PostgresCall c = new PostgresCall(op, p, key, permits, PostgresRow.code(p.algorithm()), tenant == null ? "" : tenantValue(),
         deadline);

@@ -4,7 +4,7 @@ import dev.sluice.Policy;
 
 /** One call's inputs, read on the caller's thread and handed to the worker that runs its statements. */
 final class PostgresCall {
-  enum Op { ACQUIRE, PEEK, REFUND, RESET, ADMIN }
+  enum Op { ACQUIRE, PEEK, REFUND, OVERRUN, RESET, ADMIN }
 
   final Op op;
   final Policy policy;

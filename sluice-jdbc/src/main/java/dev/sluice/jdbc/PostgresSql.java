@@ -169,7 +169,32 @@ final class PostgresSql {
     return new Bound(sql);
   }
 
-  /** Whether the refund statement applied: it returns a row only then. */
+  /**
+   * Charges a settlement's overrun as {@code ReferenceModel.settle} with a positive difference
+   * {@code {n}}: an upsert, since an overrun on a key without a row (or one another algorithm wrote)
+   * opens a fresh state, as an acquire would. Returns a row only when it applied.
+   */
+  Bound overrun(int alg) {
+    String insertL1 = "SELECT c.now AS now, {n} AS n, {stamp} AS stamp, {p1} AS p1, {p2} AS p2, {p3} AS p3,"
+        + " 0::bigint AS s0, 0::bigint AS s1, 0::bigint AS s2";
+    String updateL1 = "SELECT EXCLUDED.updated_at AS now, {n} AS n, {stamp} AS stamp," + configuration("r", i -> "EXCLUDED.p" + i) + ","
+        + stateOf("r", "EXCLUDED.alg");
+    String update = overrunStep(alg, updateL1);
+    String sql = prefix()
+        + "WITH c AS (SELECT " + now() + " AS now" + durability() + ")\n"
+        + "INSERT INTO " + table + " AS r (tenant, policy_id, key_id, alg, p1, p2, p3, pinned, s0, s1, s2, expires_at, version, updated_at)\n"
+        + "  SELECT " + tenant() + ", {pid}, {kid}, {alg}, {p1}, {p2}, {p3}, false, x.s0, x.s1, x.s2, x.exp, 1, c.now\n"
+        + "  FROM c, LATERAL (" + overrunStep(alg, insertL1) + ") x\n"
+        + "  ON CONFLICT (tenant, policy_id, key_id) DO UPDATE\n"
+        + "  SET (s0, s1, s2, expires_at, alg, p1, p2, p3, version, updated_at) =\n"
+        + "      (SELECT y.s0, y.s1, y.s2, y.exp, EXCLUDED.alg, y.p1, y.p2, y.p3, r.version + 1, EXCLUDED.updated_at FROM (" + update + ") y)\n"
+        + "  WHERE (NOT r.pinned OR r.alg = EXCLUDED.alg) AND " + wellFormed("r") + "\n"
+        + "    AND (SELECT y.ok FROM (" + update + ") y)\n"
+        + "RETURNING r.version";
+    return new Bound(sql);
+  }
+
+  /** Whether the refund or overrun statement applied: it returns a row only then. */
   static boolean refundApplied(ResultSet rs) throws SQLException {
     return rs.next();
   }
@@ -353,18 +378,74 @@ final class PostgresSql {
         return "SELECT g.start AS s0, GREATEST(0, g.cur - g.n) AS s1, g.prev AS s2, g.start + 2 * g.p2 AS exp,"
             + " (g.start = g.stamp AND g.cur > 0) AS ok FROM" + slidingNormalized(l1) + " g";
       case ALG_BUCKET:
-        return "SELECT g.t AS s0, g.refilled AS s1, 0::bigint AS s2, g.t + " + ceilDiv("g.cap - g.refilled", "g.p2") + " AS exp,"
-            + " g.refilled <> g.s AS ok FROM"
-            + " (SELECT f.*, GREATEST(f.now, f.s0) AS t, LEAST(f.cap, f.s + f.n * f.p3) AS refilled FROM"
-            + " (SELECT d.*, " + bucketRefill("d") + " AS s FROM"
-            + " (SELECT e.*, e.p1 * e.p3 AS cap FROM (" + l1 + ") e) d) f) g";
+        return bucketSettle(l1, "-");
       case ALG_GCRA:
-        return "SELECT g.now + g.d2 / g.p1 AS s0, g.d2 % g.p1 AS s1, 0::bigint AS s2,"
-            + " g.now + g.d2 / g.p1 + (CASE WHEN g.d2 % g.p1 > 0 THEN 1 ELSE 0 END) AS exp, g.debt > 0 AS ok FROM"
-            + " (SELECT f.*, GREATEST(0, f.debt - f.n * f.p2) AS d2 FROM (SELECT e.*, " + gcraDebt("e") + " AS debt FROM (" + l1 + ") e) f) g";
+        return gcraSettle(l1, "GREATEST(0, f.debt - f.n * f.p2)");
       default:
         throw new IllegalArgumentException("algorithm code " + alg);
     }
+  }
+
+  /**
+   * The overrun step ({@code ReferenceModel.settle}, difference {@code n > 0}); l1 also yields
+   * {@code stamp}. Yields s0, s1, s2, exp, ok (the overrun changes the state) and p1..p3.
+   */
+  static String overrunStep(int alg, String l1) {
+    switch (alg) {
+      case ALG_FIXED:
+        // charged to the live window, else to a window opened now; never past the debt ceiling
+        return "SELECT f.start AS s0, f.c1 AS s1, 0::bigint AS s2, f.start + f.p2 AS exp,"
+            + " (NOT f.live OR f.c1 <> f.s1) AS ok, f.p1, f.p2, f.p3 FROM"
+            + " (SELECT d.*, CASE WHEN d.live THEN d.s0 ELSE d.now END AS start,"
+            + " CASE WHEN d.live THEN " + charge("d.s1", "d.n", debtCeiling("d.p1", "1")) + " ELSE LEAST(d.n, "
+            + debtCeiling("d.p1", "1") + ") END AS c1 FROM"
+            + " (SELECT e.*, (e.s0 <> 0 AND e.now - e.s0 < e.p2) AS live FROM (" + l1 + ") e) d) f";
+      case ALG_SLIDING:
+        return "SELECT h.start AS s0, h.c1 AS s1, h.prev AS s2, h.start + 2 * h.p2 AS exp, h.c1 <> h.cur AS ok, h.p1, h.p2, h.p3 FROM"
+            + " (SELECT g.*, " + charge("g.cur", "g.n", debtCeiling("g.p1", "g.p2")) + " AS c1 FROM" + slidingNormalized(l1) + " g) h";
+      case ALG_BUCKET:
+        return bucketSettle(l1, "");
+      case ALG_GCRA:
+        return gcraSettle(l1, charge("f.debt", "f.n * f.p2", debtCeiling("f.p3 * f.p2", "1")));
+      default:
+        throw new IllegalArgumentException("algorithm code " + alg);
+    }
+  }
+
+  /**
+   * A token bucket's refund ({@code sign} "-") or overrun ({@code sign} ""): the balance at now,
+   * negative in debt (an update time ahead of now), moved by the difference and kept within one
+   * capacity either side of empty; encoded at now, or in debt k us ahead with what is left then.
+   */
+  private static String bucketSettle(String l1, String sign) {
+    String balance = "CASE WHEN d.s0 = 0 OR d.s0 - d.now <= 0 THEN " + bucketRefill("d")
+        + " WHEN d.s0 - d.now >= " + ceilDiv("d.s1 + d.cap", "d.p2") + " THEN -d.cap ELSE d.s1 - (d.s0 - d.now) * d.p2 END";
+    return "SELECT h.s0, h.s1, 0::bigint AS s2, h.s0 + " + ceilDiv("h.cap - h.s1", "h.p2") + " AS exp, h.ok, h.p1, h.p2, h.p3 FROM"
+        + " (SELECT g.p1, g.p2, g.p3, g.cap, CASE WHEN g.b2 >= 0 THEN g.now ELSE g.now + g.k END AS s0,"
+        + " CASE WHEN g.b2 >= 0 THEN g.b2 ELSE LEAST(g.cap, g.k * g.p2 + g.b2) END AS s1, g.b2 <> g.b AS ok FROM"
+        + " (SELECT f.*, CASE WHEN f.b2 >= 0 THEN 0 ELSE " + ceilDiv("-f.b2", "f.p2") + " END AS k FROM"
+        + " (SELECT b.*, GREATEST(-b.cap, LEAST(b.cap, b.b - (" + sign + "b.n) * b.p3)) AS b2 FROM"
+        + " (SELECT d.*, " + balance + " AS b FROM"
+        + " (SELECT e.*, e.p1 * e.p3 AS cap FROM (" + l1 + ") e) d) b) f) g) h";
+  }
+
+  /** GCRA's refund or overrun: the debt {@code d2} (over layer f: the step's layer with its debt) encoded as a TAT. */
+  private static String gcraSettle(String l1, String d2) {
+    return "SELECT g.now + g.d2 / g.p1 AS s0, g.d2 % g.p1 AS s1, 0::bigint AS s2,"
+        + " g.now + g.d2 / g.p1 + (CASE WHEN g.d2 % g.p1 > 0 THEN 1 ELSE 0 END) AS exp, g.d2 <> g.debt AS ok, g.p1, g.p2, g.p3 FROM"
+        + " (SELECT f.*, " + d2 + " AS d2 FROM (SELECT e.*, " + gcraDebt("e") + " AS debt FROM (" + l1 + ") e) f) g";
+  }
+
+  /** {@code ReferenceModel.debtCeiling(limit, unit)}, with 2^52 substituted from {@code Checks.MAX_EXACT}. */
+  private static String debtCeiling(String limit, String unit) {
+    String most = "(" + dev.sluice.internal.Checks.MAX_EXACT + "::bigint / (" + unit + "))";
+    return "(CASE WHEN (" + limit + ") <= " + most + " / 2 THEN 2 * (" + limit + ") ELSE GREATEST(" + limit + ", " + most + ") END)";
+  }
+
+  /** {@code ReferenceModel.charge}: {@code value + delta} up to {@code ceiling}; a value at or over it stays. */
+  private static String charge(String value, String delta, String ceiling) {
+    return "(CASE WHEN (" + value + ") >= " + ceiling + " THEN (" + value + ") ELSE LEAST(" + ceiling + ", (" + value + ") + ("
+        + delta + ")) END)";
   }
 
   private static String slidingNormalized(String l1) {

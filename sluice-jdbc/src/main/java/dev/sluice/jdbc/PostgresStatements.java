@@ -38,6 +38,7 @@ final class PostgresStatements {
   private final String defaultPolicyId;
   private final PostgresSql.Bound[] acquireSql = new PostgresSql.Bound[5];
   private final PostgresSql.Bound[] refundSql = new PostgresSql.Bound[5];
+  private final PostgresSql.Bound[] overrunSql = new PostgresSql.Bound[5];
   private final PostgresSql.Bound peekSql;
   private final PostgresSql.Bound resetSql;
   private final PostgresSql.Bound overrideSql;
@@ -53,6 +54,7 @@ final class PostgresStatements {
     for (int alg = ALG_FIXED; alg <= PostgresRow.ALG_GCRA; alg++) {
       acquireSql[alg] = sql.acquire(alg);
       refundSql[alg] = sql.refund(alg);
+      overrunSql[alg] = sql.overrun(alg);
     }
     this.peekSql = sql.peek();
     this.resetSql = sql.reset();
@@ -133,10 +135,13 @@ final class PostgresStatements {
     return eff == asked ? r : r.decidedBy(eff);
   }
 
-  /** Gives a ticket's permits back; whether the refund applied. */
+  /**
+   * Gives a ticket's permits back ({@code REFUND}) or charges a settlement's overrun
+   * ({@code OVERRUN}), in one statement; whether it applied.
+   */
   boolean refund(PostgresCall call, long stamp) throws SQLException {
     Policy p = call.policy;
-    PostgresSql.Bound sql = refundSql[call.alg];
+    PostgresSql.Bound sql = (call.op == PostgresCall.Op.OVERRUN ? overrunSql : refundSql)[call.alg];
     try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(sql.sql)) {
       bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, stamp);
       try (ResultSet rs = mainResult(ps)) {

@@ -57,6 +57,51 @@ class PostgresRoundTripTest {
     }
   }
 
+  /**
+   * Issue 19: a settlement is one round trip, as an acquire, counted on the wire the same way: the
+   * unused part given back (the refund statement), an overrun charged (its upsert); a settlement
+   * that equals its reservation needs none.
+   */
+  @Test
+  void aSettlementIsOneRoundTripLikeAnAcquire() throws Exception {
+    PostgresTestSupport.requireServer();
+    URI target = URI.create(PostgresTestSupport.URL.substring("jdbc:".length()));
+    String table = PostgresTestSupport.tableName();
+    try (Proxy proxy = new Proxy(target.getHost(), target.getPort())) {
+      String url = "jdbc:postgresql://127.0.0.1:" + proxy.port() + target.getPath()
+          + "?user=postgres&sslmode=disable&assumeMinServerVersion=15";
+      PostgresUnpooledDataSource ds = new PostgresUnpooledDataSource(url);
+      Policy p = Policy.slidingWindow(PostgresTestSupport.name("settle-trips"), 100, Duration.ofMinutes(10));
+      try (JdbcRateLimiter l = JdbcRateLimiter.builder(p, ds).table(table).timeout(Duration.ofSeconds(5)).build()) {
+        l.applySchema();
+        long[] trips = new long[5];
+        long z0 = proxy.readyForQuery.get();
+        long c0 = ds.opened.get();
+        dev.sluice.Ticket big = l.tryAcquire("tenant:1", 40).ticket().orElseThrow();
+        trips[0] = roundTrips(proxy, ds, z0, c0);
+        assertThat(l.settle(big, 10)).isEqualTo(dev.sluice.Settlement.APPLIED);
+        trips[1] = roundTrips(proxy, ds, z0, c0);
+        dev.sluice.Ticket small = l.tryAcquire("tenant:1", 5).ticket().orElseThrow();
+        trips[2] = roundTrips(proxy, ds, z0, c0);
+        assertThat(l.settle(small, 50)).isEqualTo(dev.sluice.Settlement.APPLIED);
+        trips[3] = roundTrips(proxy, ds, z0, c0);
+        dev.sluice.Ticket exact = l.tryAcquire("tenant:1", 1).ticket().orElseThrow();
+        assertThat(l.settle(exact, 1)).isEqualTo(dev.sluice.Settlement.NO_EFFECT);
+        trips[4] = roundTrips(proxy, ds, z0, c0);
+        System.err.printf("[round trips] acquire, settle under, acquire, settle over, acquire + exact settle: %s%n",
+            java.util.Arrays.toString(trips));
+        assertThat(trips).containsExactly(1, 2, 3, 4, 5);
+        assertThat(l.peek("tenant:1").remaining()).isEqualTo(100 - 10 - 50 - 1);
+      }
+    } finally {
+      PostgresTestSupport.drop(PostgresTestSupport.URL, table);
+    }
+  }
+
+  private static long roundTrips(Proxy proxy, PostgresUnpooledDataSource ds, long z0, long c0) {
+    return proxy.readyForQuery.get() - z0 - (ds.opened.get() - c0); // minus one per connection start-up
+  }
+
   /** A TCP proxy that parses the server's messages and counts ReadyForQuery ('Z'). */
   static final class Proxy implements AutoCloseable {
     final AtomicLong readyForQuery = new AtomicLong();

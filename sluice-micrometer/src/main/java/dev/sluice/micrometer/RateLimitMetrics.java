@@ -5,6 +5,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.internal.Checks;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -28,6 +29,7 @@ import java.util.function.DoubleSupplier;
  *   <tr><td>{@code sluice.decisions}</td><td>counter</td><td>policy, outcome (allowed, refused), reason</td><td>every decision</td></tr>
  *   <tr><td>{@code sluice.decisions.near.limit}</td><td>counter</td><td>policy</td><td>allowed decisions that left fewer than {@code nearLimitFraction} x limit permits</td></tr>
  *   <tr><td>{@code sluice.refunds}</td><td>counter</td><td>policy, result (applied, no_effect, failed)</td><td>every refund</td></tr>
+ *   <tr><td>{@code sluice.settlements}</td><td>counter</td><td>policy, result (applied, no_effect, failed)</td><td>every settlement at an actual cost</td></tr>
  *   <tr><td>{@code sluice.store.latency}</td><td>timer</td><td>policy</td><td>every call to a shared store</td></tr>
  *   <tr><td>{@code sluice.store.errors}</td><td>counter</td><td>policy, exception</td><td>store calls that failed</td></tr>
  *   <tr><td>{@code sluice.keys.tracked}</td><td>gauge</td><td>limiter</td><td>keys a memory tier tracks</td></tr>
@@ -48,6 +50,7 @@ import java.util.function.DoubleSupplier;
 public final class RateLimitMetrics implements RateLimitListener, MeterBinder {
   private static final Reason[] REASONS = Reason.values();
   private static final Refund[] REFUNDS = Refund.values();
+  private static final Settlement[] SETTLEMENTS = Settlement.values();
 
   private final double nearLimitFraction;
   private final Map<String, DoubleSupplier> trackedKeys = new ConcurrentHashMap<>();
@@ -123,6 +126,13 @@ public final class RateLimitMetrics implements RateLimitListener, MeterBinder {
     }
   }
 
+  @Override public void onSettle(Policy policy, Settlement result) {
+    PolicyMeters m = metersOf(policy);
+    if (m != null) {
+      m.settlement(result).increment();
+    }
+  }
+
   @Override public void onStoreCall(Policy policy, long latencyNanos, Throwable error) {
     PolicyMeters m = metersOf(policy);
     if (m == null) {
@@ -150,6 +160,7 @@ public final class RateLimitMetrics implements RateLimitListener, MeterBinder {
     final String policy;
     final Counter[] decisions = new Counter[2 * REASONS.length];
     final Counter[] refunds = new Counter[REFUNDS.length];
+    final Counter[] settlements = new Counter[SETTLEMENTS.length];
     final Counter nearLimit;
     final Timer latency;
 
@@ -183,6 +194,16 @@ public final class RateLimitMetrics implements RateLimitListener, MeterBinder {
         c = Counter.builder("sluice.refunds").description("Refunds and what they did")
             .tags("policy", policy, "result", result.name().toLowerCase(Locale.ROOT)).register(registry);
         refunds[result.ordinal()] = c;
+      }
+      return c;
+    }
+
+    Counter settlement(Settlement result) {
+      Counter c = settlements[result.ordinal()];
+      if (c == null) {
+        c = Counter.builder("sluice.settlements").description("Settlements at an actual cost and what they did")
+            .tags("policy", policy, "result", result.name().toLowerCase(Locale.ROOT)).register(registry);
+        settlements[result.ordinal()] = c;
       }
       return c;
     }

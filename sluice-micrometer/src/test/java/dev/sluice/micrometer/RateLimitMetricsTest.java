@@ -62,6 +62,11 @@ class RateLimitMetricsTest {
     limiter.refund(d.ticket().orElseThrow());
     assertThat(count("sluice.refunds", "policy", "api", "result", "applied")).isEqualTo(1);
     assertThat(count("sluice.refunds", "policy", "api", "result", "no_effect")).isEqualTo(1);
+    Decision big = limiter.tryAcquire("alice", 5);
+    limiter.settle(big.ticket().orElseThrow(), 2);
+    limiter.settle(big.ticket().orElseThrow(), 2);
+    assertThat(count("sluice.settlements", "policy", "api", "result", "applied")).isEqualTo(1);
+    assertThat(count("sluice.settlements", "policy", "api", "result", "no_effect")).isEqualTo(1);
 
     // The guard every limiter calls the listener through passes the latency on unchanged.
     Policy timed = Policy.fixedWindow("timed", 10, Duration.ofMinutes(1));

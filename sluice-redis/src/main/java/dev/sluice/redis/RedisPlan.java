@@ -43,9 +43,10 @@ final class RedisPlan {
     }
     if (alg instanceof Algorithm.TokenBucket tb) {
       long full = tb.capacity() * tb.refillPeriodMicros();
-      // A refill rate above capacity x period refills an empty bucket in one microsecond, exactly like
-      // full + 1 does; sending the smaller number keeps every product under 2^53.
-      long refill = Math.min(tb.refillTokens(), full + 1);
+      // A refill rate of twice capacity x period or more refills a bucket a whole capacity in debt
+      // (ReferenceModel.settle) in one microsecond, exactly like 2 x full does; sending the smaller
+      // number keeps every product under 2^53.
+      long refill = Math.min(tb.refillTokens(), 2 * full);
       return new RedisPlan(policy, RedisScript.TOKEN_BUCKET,
           Long.toString(tb.capacity()), Long.toString(refill), Long.toString(tb.refillPeriodMicros()));
     }

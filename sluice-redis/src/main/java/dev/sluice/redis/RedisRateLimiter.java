@@ -291,6 +291,7 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
       case ACQUIRE -> "a";
       case PEEK -> "p";
       case REFUND -> "r";
+      case OVERRUN -> "o";
     };
   }
 

@@ -39,6 +39,24 @@ elseif op == 'b' then
   return batch(step, 'f', st, 2, expires)
 elseif op == 'p' then
   return step(1, false)
+elseif op == 'o' then
+  -- a settlement's overrun: charged to the live window (the ticket's or a later one), else to a
+  -- window opened now; the count never passes the debt ceiling
+  local top = ceiling(limit, 1)
+  local wrote = true
+  if st[1] ~= 0 and now - st[1] < w then
+    local c = charge(st[2], permits, top)
+    wrote = c ~= st[2]
+    st[2] = c
+  else
+    st[1], st[2] = now, math.min(permits, top)
+  end
+  local r = step(1, false)
+  if wrote then
+    r[7] = 1
+    save('f', st, 2, expires())
+  end
+  return r
 end
 -- refund
 local wrote = st[1] ~= 0 and now - st[1] < w and st[1] == stamp and st[2] > 0

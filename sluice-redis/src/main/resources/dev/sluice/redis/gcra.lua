@@ -52,6 +52,19 @@ elseif op == 'b' then
   return batch(step, 'g', st, 2, expires)
 elseif op == 'p' then
   return step(1, false)
+elseif op == 'o' then
+  -- a settlement's overrun: more debt, never past the debt ceiling
+  local d = debt()
+  local d2 = charge(d, permits * p, ceiling(cap, 1))
+  if d2 ~= d then
+    setDebt(d2)
+  end
+  local res = step(1, false)
+  if d2 ~= d then
+    res[7] = 1
+    save('g', st, 2, expires())
+  end
+  return res
 end
 -- refund: pay back debt, never below zero
 local d = debt()

@@ -6,7 +6,8 @@
 -- fdiv corrects it by one with an exact remainder, so floor and ceiling are exact integers.
 --
 -- KEYS[1]  the stored key: sluice:{<StoredId.key(policy, key)>}
--- ARGV[1]  'a' acquire, 'p' peek, 'r' refund, 'b' a batch of acquires (coalesced requests)
+-- ARGV[1]  'a' acquire, 'p' peek, 'r' refund, 'o' a settlement's overrun (ReferenceModel.settle),
+--          'b' a batch of acquires (coalesced requests)
 -- ARGV[2]  now in epoch microseconds, or '' to read the server clock (TIME)
 -- ARGV[3]  permits; for 'b' the permits of each request in arrival order, separated by spaces
 -- ARGV[4]  ticket stamp (refund)
@@ -140,4 +141,21 @@ local function batch(step, tag, st, fields, expires)
     save(tag, st, fields, expires())
   end
   return out
+end
+
+-- Settlement (ReferenceModel.debtCeiling, charge): the most a count, or GCRA's debt, may reach
+-- through overruns (one limit of debt, no product past MAX_EXACT), and an overrun charged up to it.
+local function ceiling(most, unit)
+  local bound = fdiv(MAX_EXACT, unit)
+  if most <= fdiv(bound, 2) then
+    return 2 * most
+  end
+  return math.max(most, bound)
+end
+
+local function charge(value, delta, top)
+  if value >= top then
+    return value
+  end
+  return math.min(top, value + delta)
 end

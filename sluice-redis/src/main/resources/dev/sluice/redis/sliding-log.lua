@@ -102,6 +102,47 @@ if op == 'a' then
   return {0, 1, limit - total, times[1] + w, 0, t, 1}
 elseif op == 'p' then
   return peek()
+elseif op == 'o' then
+  -- a settlement's overrun: added to the live entry of the ticket's stamp, else logged now (merged
+  -- with the newest entry at the same instant); the logged total never passes the debt ceiling
+  local add = charge(total, permits, ceiling(limit, 1)) - total
+  if add <= 0 then
+    return peek()
+  end
+  if foreign then
+    redis.call('DEL', key)
+  else
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', str(now - w))
+  end
+  local at, fresh = 0, false
+  for i = 1, n do
+    if times[i] == stamp then
+      at = i
+      break
+    end
+  end
+  if at == 0 then
+    local t = now
+    if n > 0 then
+      t = math.max(now, times[n])
+    end
+    if n > 0 and times[n] == t then
+      at = n
+    else
+      n = n + 1
+      times[n], perms[n], at, fresh = t, 0, n, true
+    end
+  end
+  if not fresh then
+    redis.call('ZREM', key, member(at))
+  end
+  perms[at] = perms[at] + add
+  redis.call('ZADD', key, str(times[at]), member(at))
+  total = total + add
+  local r = peek()
+  r[7] = 1
+  expire(times[n] + w)
+  return r
 end
 -- refund: into the live entry counted at the ticket's stamp, if any
 local wrote = false

@@ -64,7 +64,7 @@ elseif op == 'b' then
 elseif op == 'p' then
   return step(1, false)
 end
--- refund: normalise a copy to now; give back only into the window the permits were counted in
+-- refund and overrun: normalise a copy to now
 local a = fdiv(now, w) * w
 local n0, n1, n2 = st[1], st[2], st[3]
 if n0 == 0 or n0 + w < a then
@@ -72,6 +72,21 @@ if n0 == 0 or n0 + w < a then
 elseif n0 + w == a then
   n0, n1, n2 = a, 0, n1
 end
+if op == 'o' then
+  -- a settlement's overrun: charged to the current window, never past the debt ceiling
+  local c = charge(n1, permits, ceiling(limit, w))
+  local wrote = c ~= n1
+  if wrote then
+    st[1], st[2], st[3] = n0, c, n2
+  end
+  local r = step(1, false)
+  if wrote then
+    r[7] = 1
+    save('s', st, 3, expires())
+  end
+  return r
+end
+-- refund: give back only into the window the permits were counted in
 local wrote = n0 == stamp and n1 > 0
 if wrote then
   st[1], st[2], st[3] = n0, math.max(0, n1 - permits), n2

@@ -58,12 +58,31 @@ elseif op == 'b' then
 elseif op == 'p' then
   return step(1, false)
 end
--- refund: back into the bucket, capped at capacity
-local s = refill()
-local s2 = math.min(full, s + permits * p)
-local wrote = s2 ~= s
-if wrote then
-  st[1], st[2] = math.max(now, st[1]), s2
+-- refund ('r', permits back, capped at capacity) and a settlement's overrun ('o', charged at most a
+-- capacity below empty), on the balance at now: negative while the bucket is in debt, which is
+-- kept as an update time ahead of the clock (when the debt is paid) and what is left over then
+local function balance()
+  local lag = st[1] - now
+  if st[1] == 0 or lag <= 0 then
+    return refill()
+  end
+  if lag >= cdiv(st[2] + full, r) then
+    return -full
+  end
+  return st[2] - lag * r
+end
+local delta = permits
+if op == 'r' then
+  delta = -permits
+end
+local b = balance()
+local b2 = math.max(-full, math.min(full, b - delta * p))
+local wrote = b2 ~= b
+if wrote and b2 >= 0 then
+  st[1], st[2] = now, b2
+elseif wrote then
+  local k = cdiv(-b2, r)
+  st[1], st[2] = now + k, math.min(full, k * r + b2)
 end
 local res = step(1, false)
 if wrote then

@@ -11,7 +11,9 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
+import dev.sluice.Ticket;
 import java.io.InputStream;
 import java.lang.module.ModuleDescriptor;
 import java.nio.file.Files;
@@ -154,6 +156,42 @@ class RedisRateLimiterTest {
         assertThat(storeCalls).hasValue(3);
         assertThat(refunds).containsExactly(Refund.APPLIED);
       }
+    }
+  }
+
+  /**
+   * Issue 19: a settlement is one EVALSHA, as an acquire (counted the same way, one store call
+   * each), whichever way it goes; one that equals its reservation needs none.
+   */
+  @Test void aSettlementIsOneRoundTripLikeAnAcquire() {
+    Policy p = Policy.tokenBucket(unique("settle"), 100, 10, Duration.ofSeconds(1));
+    AtomicInteger storeCalls = new AtomicInteger();
+    List<Settlement> settled = new ArrayList<>();
+    RateLimitListener listener = new RateLimitListener() {
+      @Override public void onStoreCall(Policy policy, long latencyNanos, Throwable error) {
+        storeCalls.incrementAndGet();
+        assertThat(error).isNull();
+      }
+
+      @Override public void onSettle(Policy policy, Settlement r) {
+        settled.add(r);
+      }
+    };
+    ManualTicker ticker = Ticker.manual(1_800_000_000_000_000L);
+    try (RedisRateLimiter l = RedisRateLimiter.builder(p, SharedRedis.client()).ticker(ticker).listener(listener, false).build()) {
+      String key = unique("tenant");
+      Ticket big = l.tryAcquire(key, 40).ticket().orElseThrow();
+      assertThat(storeCalls).hasValue(1);
+      assertThat(l.settle(big, 10)).isEqualTo(Settlement.APPLIED);
+      assertThat(storeCalls).as("an unused part given back: one call").hasValue(2);
+      Ticket small = l.tryAcquire(key, 5).ticket().orElseThrow();
+      assertThat(l.settle(small, 50)).isEqualTo(Settlement.APPLIED);
+      assertThat(storeCalls).as("an overrun charged: one call").hasValue(4);
+      Ticket exact = l.tryAcquire(key, 1).ticket().orElseThrow();
+      assertThat(l.settle(exact, 1)).isEqualTo(Settlement.NO_EFFECT);
+      assertThat(storeCalls).as("nothing to change: no call").hasValue(5);
+      assertThat(l.peek(key).remaining()).isEqualTo(100 - 10 - 50 - 1);
+      assertThat(settled).containsExactly(Settlement.APPLIED, Settlement.APPLIED, Settlement.NO_EFFECT);
     }
   }
 

@@ -11,6 +11,7 @@ import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RateLimitHeaders;
@@ -41,6 +42,7 @@ import org.eclipse.jetty.util.Fields;
  * <pre>
  *   POST /v1/acquire  {"policy":"api","key":"user:42","permits":1}  -> 200 allowed | 429 refused | 503 store down (the HttpVerdict)
  *   POST /v1/refund   {"ticket":"..."}                              -> 200 {"result":"applied"|"no_effect"} | 503 failed
+ *   POST /v1/settle   {"ticket":"...","actual":12}                  -> 200 {"result":"applied"|"no_effect"} | 503 failed
  *   GET  /v1/peek?policy=api&amp;key=user:42                            -> 200, the decision one permit would get, nothing charged
  *   GET  /v1/policies                                               -> the configured policies
  *   GET  /healthz                                                   -> 200 up | 503 down (shared stores are asked)
@@ -57,6 +59,7 @@ final class ApiHandler extends Handler.Abstract {
   private static final String JSON = "application/json";
   private static final Set<String> ACQUIRE_FIELDS = Set.of("policy", "key", "permits");
   private static final Set<String> REFUND_FIELDS = Set.of("ticket");
+  private static final Set<String> SETTLE_FIELDS = Set.of("ticket", "actual");
 
   /** One configured policy and everything needed to answer for it without a lookup. */
   record Entry(Policy policy, RateLimiter limiter, ServerMetrics.PolicyMeters meters, long ticketLifeMicros) {}
@@ -74,6 +77,7 @@ final class ApiHandler extends Handler.Abstract {
   private final JsonFactory json = mapper.getFactory();
   private final Timer acquireTimer;
   private final Timer refundTimer;
+  private final Timer settleTimer;
   private final Timer peekTimer;
   private final String policiesBody;
 
@@ -94,6 +98,7 @@ final class ApiHandler extends Handler.Abstract {
     this.entries = Map.copyOf(m);
     this.acquireTimer = metrics.requestTimer("acquire");
     this.refundTimer = metrics.requestTimer("refund");
+    this.settleTimer = metrics.requestTimer("settle");
     this.peekTimer = metrics.requestTimer("peek");
     this.policiesBody = write(g -> {
       g.writeStartObject();
@@ -141,6 +146,11 @@ final class ApiHandler extends Handler.Abstract {
           requireMethod(method, "POST");
           refund(request, response, callback);
         }
+        case "/v1/settle" -> {
+          timer = settleTimer;
+          requireMethod(method, "POST");
+          settle(request, response, callback);
+        }
         case "/v1/peek" -> {
           timer = peekTimer;
           requireMethod(method, "GET");
@@ -161,7 +171,7 @@ final class ApiHandler extends Handler.Abstract {
           Content.Sink.write(response, true, metrics.scrape(), callback);
         }
         default -> throw new ApiError(404, "not_found", "no route " + method + " " + path
-            + "; routes: POST /v1/acquire, POST /v1/refund, GET /v1/peek, GET /v1/policies, GET /healthz, GET /metrics");
+            + "; routes: POST /v1/acquire, POST /v1/refund, POST /v1/settle, GET /v1/peek, GET /v1/policies, GET /healthz, GET /metrics");
       }
     } catch (ApiError e) {
       if (e.status == 405) {
@@ -264,6 +274,66 @@ final class ApiHandler extends Handler.Abstract {
       g.writeEndObject();
     });
     send(response, callback, result == Refund.FAILED ? 503 : 200, out);
+  }
+
+  /**
+   * Settles a ticket at its actual cost ({@link RateLimiter#settle}), once: like a refund, a ticket
+   * settles within its life (after it the service no longer remembers spent tickets, so it cannot
+   * tell a replay from a first settlement, and answers no_effect) and at most once, settle or refund.
+   */
+  private void settle(Request request, Response response, Callback callback) throws IOException {
+    JsonNode body = readObject(request, SETTLE_FIELDS, "settle takes ticket and actual");
+    TicketCodec.Claims c = tickets.decode(requiredText(body, "ticket"));
+    Entry e = entries.get(c.policy());
+    if (e == null) {
+      throw new ApiError(400, "bad_request", "ticket names policy '" + c.policy() + "', which is not configured any more");
+    }
+    JsonNode v = body.get("actual");
+    if (v == null || !v.isIntegralNumber() || !v.canConvertToLong()) {
+      throw new ApiError(400, "bad_request", "actual " + (v == null ? "is missing" : abbreviate(v.toString()) + " is not a whole number")
+          + "; give the cost the work had, a whole number from 0 to " + e.policy().limit());
+    }
+    long actual = Checks.actual(v.longValue(), e.policy().limit(), e.policy().name());
+    long now = ticker.nowMicros();
+    long expiresAt = c.issuedAtMicros() + e.ticketLifeMicros();
+    Settlement result;
+    String detail;
+    if (now >= expiresAt) {
+      result = Settlement.NO_EFFECT;
+      detail = "ticket expired: settle within the ticket's life";
+    } else {
+      switch (spent.mark(c.mac(), expiresAt, now)) {
+        case ALREADY_SPENT -> {
+          result = Settlement.NO_EFFECT;
+          detail = "ticket was already settled or refunded";
+        }
+        case FULL -> {
+          result = Settlement.FAILED;
+          detail = "too many tickets spent recently to remember another; retry later";
+        }
+        default -> {
+          result = e.limiter().settle(store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp()), actual);
+          detail = switch (result) {
+            case APPLIED -> actual < c.permits() ? "unused permits returned" : "overrun charged";
+            case NO_EFFECT -> "nothing changed: the actual equals the reservation, or the window rolled before the rest could go back";
+            case FAILED -> "the store could not be updated; the reservation stays the charge";
+          };
+          if (result == Settlement.FAILED) {
+            spent.unmark(c.mac());
+          }
+        }
+      }
+    }
+    String out = write(g -> {
+      g.writeStartObject();
+      g.writeStringField("result", result.name().toLowerCase(java.util.Locale.ROOT));
+      g.writeStringField("policy", c.policy());
+      g.writeNumberField("permits", c.permits());
+      g.writeNumberField("actual", actual);
+      g.writeStringField("detail", detail);
+      g.writeEndObject();
+    });
+    send(response, callback, result == Settlement.FAILED ? 503 : 200, out);
   }
 
   private void peek(Request request, Response response, Callback callback) {

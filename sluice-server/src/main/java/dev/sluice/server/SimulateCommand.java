@@ -17,7 +17,8 @@ final class SimulateCommand implements Callable<Integer> {
   @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
   @Option(names = "--pattern", defaultValue = "boundary", paramLabel = "PATTERN",
-      description = "steady, bursty, boundary (a spike straddling the window boundary) or spray (many distinct keys). Default: ${DEFAULT-VALUE}.")
+      description = "steady, bursty, boundary (a spike straddling the window boundary), spray (many distinct keys) or llm "
+          + "(cost-based: reserve max_tokens, use less; without and with settlement). Default: ${DEFAULT-VALUE}.")
   String pattern;
 
   @Option(names = "--limit", defaultValue = "100", paramLabel = "N", description = "Permits per window (bucket capacity, GCRA burst). Default: ${DEFAULT-VALUE}.")
@@ -55,13 +56,13 @@ final class SimulateCommand implements Callable<Integer> {
     try {
       p = Traffic.Pattern.valueOf(pattern.trim().toUpperCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("--pattern '" + pattern + "' is unknown; use steady, bursty, boundary or spray");
+      throw new IllegalArgumentException("--pattern '" + pattern + "' is unknown; use steady, bursty, boundary, spray or llm");
     }
     Duration w = Durations.parse("--window", window);
-    List<Policy> policies = Simulation.policies(limit, w);
-    long windowMicros = policies.get(0).algorithm() instanceof dev.sluice.Algorithm.FixedWindow fw ? fw.windowMicros() : 0;
+    List<Policy> policies = p == Traffic.Pattern.LLM ? Simulation.costPolicies(limit, w) : Simulation.policies(limit, w);
+    long windowMicros = micros(w);
     long durationMicros = duration != null ? micros(Durations.parse("--duration", duration)) : windowMicros * switch (p) {
-      case STEADY -> 5;
+      case STEADY, LLM -> 5;
       case BURSTY -> 6;
       default -> 3;
     };
@@ -84,9 +85,13 @@ final class SimulateCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--max-keys " + maxKeys + " is not positive; it must be at least 1");
     }
     List<Simulation.Result> results = Simulation.run(traffic, policies, binMicros,
-        (policy, ticker) -> Store.memoryLimiter(policy, ticker, maxKeys), bar);
+        (policy, ticker) -> Store.memoryLimiter(policy, ticker, maxKeys), bar, Simulation.SETTLING);
     Path png = out != null ? out : Path.of("simulate-" + p.id() + ".png");
-    String subtitle = p.description + "; " + traffic.size() + " requests; dashed lines: window boundaries\nevery algorithm: limit " + limit + " per " + Durations.format(windowMicros)
+    String subtitle = p == Traffic.Pattern.LLM
+        ? p.description + "; " + traffic.size() + " calls reserving " + traffic.estimate + " each; dashed lines: window boundaries\n"
+            + "sliding window of " + limit + " tokens per " + Durations.format(windowMicros) + "; green: tokens used by admitted calls,"
+            + " red: tokens of refused calls, per " + Durations.format(binMicros)
+        : p.description + "; " + traffic.size() + " requests; dashed lines: window boundaries\nevery algorithm: limit " + limit + " per " + Durations.format(windowMicros)
         + " (bucket capacity " + limit + " refilled " + limit + " per " + Durations.format(windowMicros) + ", GCRA burst " + limit
         + "); green: admitted, red: refused, per " + Durations.format(binMicros);
     SimulationChart.write(png, "sluice simulate --pattern " + p.id(), subtitle, results, binMicros, windowMicros,
@@ -112,11 +117,39 @@ final class SimulateCommand implements Callable<Integer> {
       b.append(String.format("%-15s %9d %9d %9d %15d %15d%n", r.policy().name(), r.admitted() + r.refused(), r.admitted(),
           r.refused(), r.mostAdmittedWithin(windowMicros), r.mostAdmittedWithin(windowMicros / 5)));
     }
+    if (p == Traffic.Pattern.LLM) {
+      for (Simulation.Result r : results) {
+        b.append(String.format("%-15s used %d tokens, charged %d (estimate drift %+d); used in any %s at most %d of %d%n",
+            r.policy().name(), r.used(), r.charged(), r.charged() - r.used(), w,
+            mostUsedWithin(traffic, r, windowMicros), limit));
+      }
+    }
     long tableFull = results.stream().mapToLong(Simulation.Result::refusedKeyTableFull).sum();
     if (tableFull > 0) {
       b.append("(").append(tableFull).append(" of the refusals were 'key table full': new keys refused, tracked keys kept)\n");
     }
     return b.toString();
+  }
+
+  /** The most tokens the admitted calls of {@code r} used within any span of {@code spanMicros} (LLM). */
+  private static long mostUsedWithin(Traffic traffic, Simulation.Result r, long spanMicros) {
+    long[] at = r.admittedTimes();
+    long[] cost = new long[at.length];
+    for (int i = 0, j = 0; i < traffic.size() && j < at.length; i++) {
+      if (traffic.times[i] == at[j]) {
+        cost[j++] = traffic.cost(i);
+      }
+    }
+    long best = 0;
+    long sum = 0;
+    for (int hi = 0, lo = 0; hi < at.length; hi++) {
+      sum += cost[hi];
+      while (at[hi] - at[lo] >= spanMicros) {
+        sum -= cost[lo++];
+      }
+      best = Math.max(best, sum);
+    }
+    return best;
   }
 
   private static long micros(Duration d) {

@@ -25,9 +25,13 @@ final class Simulation {
    */
   static final long START_MICROS = 20_454L * 86_400_000_000L;
 
-  /** What one algorithm did with the trace. */
+  /**
+   * What one algorithm did with the trace. Per bin, the cost of the requests admitted and refused
+   * (one per request, or the actual tokens under the LLM pattern); {@code used} the cost of the
+   * admitted requests in all, {@code charged} what the limiter counted for them.
+   */
   record Result(Policy policy, long admitted, long refused, long refusedKeyTableFull, long[] admittedPerBin,
-                long[] refusedPerBin, long[] admittedTimes) {
+                long[] refusedPerBin, long[] admittedTimes, long used, long charged) {
 
     /** The most requests admitted within any span of {@code spanMicros}. */
     long mostAdmittedWithin(long spanMicros) {
@@ -45,6 +49,17 @@ final class Simulation {
 
   private Simulation() {}
 
+  /** The cost policies ({@code --pattern llm}) that settle each admitted call at its actual cost. */
+  static final java.util.Set<String> SETTLING = java.util.Set.of("settled");
+
+  /**
+   * The LLM pattern's two limiters, one sliding window of {@code limit} tokens per window each:
+   * {@code estimate-only} keeps every reservation charged, {@code settled} settles it at the actual.
+   */
+  static List<Policy> costPolicies(long limit, Duration window) {
+    return List.of(Policy.slidingWindow("estimate-only", limit, window), Policy.slidingWindow("settled", limit, window));
+  }
+
   /** The five policies with the same numbers. */
   static List<Policy> policies(long limit, Duration window) {
     return List.of(
@@ -61,6 +76,15 @@ final class Simulation {
    */
   static List<Result> run(Traffic traffic, List<Policy> policies, long binMicros,
                           BiFunction<Policy, Ticker, RateLimiter> limiters, ProgressBar progress) {
+    return run(traffic, policies, binMicros, limiters, progress, java.util.Set.of());
+  }
+
+  /**
+   * {@link #run} where the policies named in {@code settling} settle each admitted request at its
+   * actual cost ({@link RateLimiter#settle}); the others leave the reservation charged.
+   */
+  static List<Result> run(Traffic traffic, List<Policy> policies, long binMicros,
+                          BiFunction<Policy, Ticker, RateLimiter> limiters, ProgressBar progress, java.util.Set<String> settling) {
     int bins = (int) Math.max(1, -Math.floorDiv(-traffic.durationMicros, binMicros));
     List<Result> results = new ArrayList<>();
     for (Policy p : policies) {
@@ -72,17 +96,23 @@ final class Simulation {
       long admitted = 0;
       long refused = 0;
       long full = 0;
+      long used = 0;
+      long charged = 0;
+      boolean settles = settling.contains(p.name());
       try {
         for (int i = 0; i < traffic.size(); i++) {
           long t = traffic.times[i];
           ticker.set(START_MICROS + t);
-          Decision d = limiter.tryAcquire(traffic.keyNames[traffic.keys[i]], 1, p);
+          Decision d = limiter.tryAcquire(traffic.keyNames[traffic.keys[i]], traffic.estimate, p);
           int bin = (int) Math.min(bins - 1, t / binMicros);
+          long cost = traffic.cost(i);
           if (d.allowed()) {
-            admittedPerBin[bin]++;
+            admittedPerBin[bin] += cost;
             admittedTimes[(int) admitted++] = t;
+            used += cost;
+            charged += settles && limiter.settle(d.ticket().orElseThrow(), cost) != dev.sluice.Settlement.FAILED ? cost : traffic.estimate;
           } else {
-            refusedPerBin[bin]++;
+            refusedPerBin[bin] += cost;
             refused++;
             if (d.reason() == Reason.KEY_TABLE_FULL) {
               full++;
@@ -100,7 +130,7 @@ final class Simulation {
         }
       }
       results.add(new Result(p, admitted, refused, full, admittedPerBin, refusedPerBin,
-          java.util.Arrays.copyOf(admittedTimes, (int) admitted)));
+          java.util.Arrays.copyOf(admittedTimes, (int) admitted), used, charged));
     }
     progress.done();
     return results;

@@ -25,7 +25,13 @@ final class Traffic {
      * regular key. The memory tier tracks at most {@code max-keys} keys: the rest of the spray is
      * refused (key table full) without evicting anybody.
      */
-    SPRAY("spray: many distinct keys sent once each, plus one regular key");
+    SPRAY("spray: many distinct keys sent once each, plus one regular key"),
+    /**
+     * One tenant's LLM calls: each reserves an estimate (its max_tokens, a twentieth of the limit)
+     * and costs a random actual, mostly a tenth to a half of it, one call in ten up to 1.5 times
+     * it; about 1.5x the limit in actual tokens is offered. Replayed reserving only and settling.
+     */
+    LLM("llm: one tenant's calls, each reserving max_tokens and using a random actual (~40% of it on average)");
 
     final String description;
 
@@ -43,13 +49,28 @@ final class Traffic {
   final int[] keys;
   final String[] keyNames;
   final long durationMicros;
+  /** LLM: the permits each request reserves; 1 otherwise. */
+  final long estimate;
+  /** LLM: each request's actual cost; null otherwise (a request costs its one permit). */
+  final long[] costs;
 
   private Traffic(Pattern pattern, long[] times, int[] keys, String[] keyNames, long durationMicros) {
+    this(pattern, times, keys, keyNames, durationMicros, 1, null);
+  }
+
+  private Traffic(Pattern pattern, long[] times, int[] keys, String[] keyNames, long durationMicros, long estimate, long[] costs) {
     this.pattern = pattern;
     this.times = times;
     this.keys = keys;
     this.keyNames = keyNames;
     this.durationMicros = durationMicros;
+    this.estimate = estimate;
+    this.costs = costs;
+  }
+
+  /** The cost of request {@code i}: its actual under LLM, else 1. */
+  long cost(int i) {
+    return costs == null ? 1 : costs[i];
   }
 
   int size() {
@@ -80,6 +101,9 @@ final class Traffic {
           b.add(1 + i, sprayEnd * i / sprayKeys);
         }
       }
+      case LLM -> {
+        return llm(limit, w, durationMicros);
+      }
       default -> throw new IllegalStateException();
     }
     String[] names;
@@ -93,6 +117,21 @@ final class Traffic {
       names = new String[] {"user:42"};
     }
     return b.build(pattern, names, durationMicros);
+  }
+
+  private static Traffic llm(long limit, long w, long durationMicros) {
+    long estimate = Math.max(1, limit / 20);
+    java.util.SplittableRandom rnd = new java.util.SplittableRandom(19);
+    long calls = Math.max(1, 3 * limit * durationMicros / (2 * w) * 10 / Math.max(1, 4 * estimate));
+    long[] times = new long[(int) Math.min(calls, 50_000_001)];
+    long[] costs = new long[times.length];
+    for (int i = 0; i < times.length; i++) {
+      times[i] = durationMicros * i / times.length;
+      costs[i] = rnd.nextInt(10) == 0
+          ? Math.min(limit, estimate + rnd.nextLong(estimate / 2 + 1))
+          : Math.max(0, estimate / 10 + rnd.nextLong(estimate * 2 / 5 + 1));
+    }
+    return new Traffic(Pattern.LLM, times, new int[times.length], new String[] {"tenant:acme"}, durationMicros, estimate, costs);
   }
 
   private static final class Builder {

@@ -149,6 +149,35 @@ class ServerApiTest {
     assertThat(b.get("detail").textValue()).contains("expired");
   }
 
+  /** Issue 19: POST /v1/settle charges a ticket's actual cost, once; bad actuals are 400 and leave the ticket usable. */
+  @Test void settleChargesTheActualCostOnceAndBadActualsAreRefused() {
+    String ticket = json(acquire("api", "llm", 6)).get("ticket").textValue();
+    for (String bad : List.of("-1", "11", "\"2\"", "2.5")) {
+      HttpResponse<String> f = http.post("/v1/settle", "{\"ticket\":\"" + ticket + "\",\"actual\":" + bad + "}");
+      assertThat(f.statusCode()).as(bad).isEqualTo(400);
+      assertThat(json(f).get("message").textValue()).as(bad).startsWith("actual ");
+    }
+    assertThat(json(http.post("/v1/settle", "{\"ticket\":\"" + ticket + "\",\"actual\":-1}")).get("message").textValue())
+        .isEqualTo("actual permits -1 is below 0; settle at the cost the work had, 0 when it cost nothing");
+    assertThat(http.post("/v1/settle", "{\"ticket\":\"" + ticket + "\"}").statusCode()).isEqualTo(400);
+
+    HttpResponse<String> r = http.post("/v1/settle", "{\"ticket\":\"" + ticket + "\",\"actual\":2}");
+    assertThat(r.statusCode()).isEqualTo(200);
+    assertThat(json(r).get("result").textValue()).isEqualTo("applied");
+    assertThat(json(r).get("permits").longValue()).isEqualTo(6);
+    assertThat(json(r).get("actual").longValue()).isEqualTo(2);
+    assertThat(json(http.get("/v1/peek?policy=api&key=llm")).get("remaining").longValue()).isEqualTo(8);
+    assertThat(json(http.post("/v1/settle", "{\"ticket\":\"" + ticket + "\",\"actual\":0}")).get("result").textValue())
+        .isEqualTo("no_effect");
+    assertThat(json(http.post("/v1/refund", "{\"ticket\":\"" + ticket + "\"}")).get("result").textValue()).isEqualTo("no_effect");
+
+    String small = json(acquire("api", "llm", 1)).get("ticket").textValue();
+    JsonNode over = json(http.post("/v1/settle", "{\"ticket\":\"" + small + "\",\"actual\":10}"));
+    assertThat(over.get("result").textValue()).isEqualTo("applied");
+    assertThat(over.get("detail").textValue()).isEqualTo("overrun charged");
+    assertThat(acquire("api", "llm", 1).statusCode()).as("8 - 10 = 2 tokens in debt").isEqualTo(429);
+  }
+
   @Test void bucketRefundGoesBackUntilFull() {
     String ticket = json(acquire("api", "t1", 4)).get("ticket").textValue();
     assertThat(json(acquire("api", "t1", 1)).get("remaining").longValue()).isEqualTo(5);

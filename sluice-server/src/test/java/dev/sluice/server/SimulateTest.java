@@ -40,6 +40,39 @@ class SimulateTest {
     assertThat(err.toString()).isEmpty(); // no progress bar on a short run
   }
 
+  /**
+   * Issue 19: the llm pattern reserves max_tokens and uses about 40% of it. Without settlement the
+   * estimates are charged and the tenant gets well under its limit in tokens actually used; with
+   * settlement what is charged is what was used, and the budget is spent on real tokens.
+   */
+  @Test void llmPatternShowsTheEstimateDriftWithoutSettlementAndNoneWithIt() throws Exception {
+    long w = 1_000_000;
+    Traffic t = Traffic.of(Traffic.Pattern.LLM, 1000, w, 5 * w, 0);
+    assertThat(t.estimate).isEqualTo(50);
+    Map<String, Simulation.Result> r = Simulation.run(t, Simulation.costPolicies(1000, Duration.ofSeconds(1)), w / 40,
+            (p, ticker) -> MemoryRateLimiter.builder(p).ticker(ticker).build(), new ProgressBar(null, "", 1, false),
+            Simulation.SETTLING)
+        .stream().collect(Collectors.toMap(x -> x.policy().name(), Function.identity()));
+    Simulation.Result reserveOnly = r.get("estimate-only");
+    Simulation.Result settled = r.get("settled");
+    assertThat(reserveOnly.charged()).isEqualTo(reserveOnly.admitted() * 50);
+    assertThat(reserveOnly.used()).as("drift: far less used than charged").isLessThan(reserveOnly.charged() * 6 / 10);
+    assertThat(settled.charged()).as("settled: charged = used").isEqualTo(settled.used());
+    assertThat(settled.used()).as("the settled tenant gets its budget in real tokens").isGreaterThan(reserveOnly.used() * 3 / 2);
+    assertThat(settled.used()).isLessThanOrEqualTo(6 * 1000 + 2 * 75); // five windows plus the weighted edge
+
+    Path png = dir.resolve("llm.png");
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int code = SluiceCli.run(new PrintWriter(out, true), new PrintWriter(err, true),
+        "simulate", "--pattern", "llm", "--limit", "1000", "--window", "1s", "-o", png.toString());
+    assertThat(code).as(err.toString()).isZero();
+    assertThat(javax.imageio.ImageIO.read(png.toFile()).getHeight()).isEqualTo(72 + 2 * 200);
+    assertThat(out.toString()).startsWith("pattern llm: ")
+        .containsPattern("estimate-only +used \\d+ tokens, charged \\d+ \\(estimate drift \\+\\d+\\)")
+        .containsPattern("settled +used (\\d+) tokens, charged \\1 \\(estimate drift \\+0\\)");
+  }
+
   @Test void sameNumbersDifferentBursts() {
     long w = 1_000_000;
     Traffic t = Traffic.of(Traffic.Pattern.BOUNDARY, 100, w, 3 * w, 0);
@@ -98,7 +131,7 @@ class SimulateTest {
 
   @Test void badOptionsExitWith2() {
     assertThat(ServeProcessTest.runErr("simulate", "--pattern", "zigzag"))
-        .isEqualTo("sluice: --pattern 'zigzag' is unknown; use steady, bursty, boundary or spray");
+        .isEqualTo("sluice: --pattern 'zigzag' is unknown; use steady, bursty, boundary, spray or llm");
     assertThat(ServeProcessTest.runErr("simulate", "--limit", "0"))
         .isEqualTo("sluice: limit 0 is not positive; it must be at least 1");
     assertThat(List.of(ServeProcessTest.runErr("simulate", "--bin", "1us", "--duration", "1h")).get(0))

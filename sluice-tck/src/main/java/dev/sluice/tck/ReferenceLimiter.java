@@ -5,6 +5,7 @@ import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticket;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
@@ -82,6 +83,35 @@ public final class ReferenceLimiter {
       ReferenceModel.refund(t.policy().algorithm(), (long[]) st, now, t.permits(), t.stamp(), out);
     }
     return out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
+  }
+
+  /**
+   * A settlement of a ticket this oracle issued, once, at {@code actual} (already valid: 0..limit);
+   * any other ticket is {@link Settlement#NO_EFFECT}. A key another algorithm wrote since counts as
+   * absent: an overrun opens a fresh state there, which replaces the other's.
+   */
+  public Settlement settle(Ticket t, long actual, long now) {
+    if (!issuer.claim(t)) {
+      return Settlement.NO_EFFECT;
+    }
+    Policy p = t.policy();
+    long delta = actual - Math.min(t.permits(), p.limit());
+    if (delta == 0) {
+      return Settlement.NO_EFFECT;
+    }
+    Outcome out = new Outcome();
+    Entry e = entry(p, t.key());
+    Object st = e.algorithm == p.algorithm().getClass() ? e.state : fresh(p);
+    if (st instanceof SlidingLogState log) {
+      log.settle((Algorithm.SlidingLog) p.algorithm(), now, delta, t.stamp(), out);
+    } else {
+      ReferenceModel.settle(p.algorithm(), (long[]) st, now, delta, t.stamp(), out);
+    }
+    if (out.wrote()) {
+      e.algorithm = p.algorithm().getClass();
+      e.state = st;
+    }
+    return out.wrote() ? Settlement.APPLIED : Settlement.NO_EFFECT;
   }
 
   public void reset(Policy p, String key) {

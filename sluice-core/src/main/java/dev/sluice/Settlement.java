@@ -1,0 +1,30 @@
+package dev.sluice;
+
+/**
+ * What {@link RateLimiter#settle(Ticket, long)} did. A settlement never throws for store trouble; it
+ * reports. A ticket settles (or refunds) once: whichever comes first spends it.
+ */
+public enum Settlement {
+  /**
+   * The budget now reflects the actual cost: the unused part of the reservation went back, or the
+   * overrun was charged (possibly into debt, which later requests wait out).
+   */
+  APPLIED,
+  /**
+   * Nothing changed: the actual equals the reservation; the window the reservation was counted in
+   * rolled before its unused part could go back; the bucket is full; the budget's debt is already at
+   * its ceiling; or the ticket was spent, null or another limiter's.
+   */
+  NO_EFFECT,
+  /** The store could not be updated: an unused part stays charged, an overrun stays uncharged. */
+  FAILED;
+
+  /** The settlement a {@link Refund} amounts to: a settlement at 0 is a refund. */
+  public static Settlement of(Refund refund) {
+    return switch (refund) {
+      case APPLIED -> APPLIED;
+      case NO_EFFECT -> NO_EFFECT;
+      case FAILED -> FAILED;
+    };
+  }
+}
