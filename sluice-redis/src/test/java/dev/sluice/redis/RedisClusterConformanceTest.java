@@ -3,7 +3,6 @@ package dev.sluice.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.FailureMode;
-import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
@@ -14,7 +13,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -73,35 +71,7 @@ class RedisClusterConformanceTest extends RateLimiterContract {
   @Override protected Optional<Outage> outage(Policy policy, Ticker ticker, FailureMode mode) {
     RedisRateLimiter limiter = RedisRateLimiter.builder(policy, client).ticker(ticker)
         .timeout(Duration.ofMillis(200)).failureMode(mode).build();
-    return Optional.of(new Outage() {
-      @Override public RateLimiter limiter() {
-        return limiter;
-      }
-
-      @Override public void down() throws Exception {
-        for (RedisServerProcess n : NODES) {
-          n.freeze();
-        }
-      }
-
-      @Override public void up() throws Exception {
-        for (RedisServerProcess n : NODES) {
-          n.thaw();
-        }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (limiter.peek("probe").path() != Path.PRIMARY) {
-          assertThat(System.nanoTime()).as("the cluster answers within 10 s of SIGCONT").isLessThan(deadline);
-          Thread.onSpinWait();
-        }
-      }
-
-      @Override public void close() throws Exception {
-        for (RedisServerProcess n : NODES) {
-          n.thaw();
-        }
-        limiter.close();
-      }
-    });
+    return Optional.of(new RedisOutage(limiter, NODES, () -> { }));
   }
 
   /** The cluster really spreads limiter keys over its three masters (one slot per key, any node). */

@@ -1,15 +1,14 @@
 package dev.sluice.redis;
 
 import dev.sluice.FailureMode;
-import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
 import dev.sluice.tck.RateLimiterContract;
 import io.lettuce.core.RedisClient;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 
 /** The whole conformance kit against the shared standalone Redis, on the kit's ticker. */
 class RedisConformanceTest extends RateLimiterContract {
@@ -27,32 +26,9 @@ class RedisConformanceTest extends RateLimiterContract {
     RedisClient client = RedisClient.create(server.uri());
     RedisRateLimiter limiter = RedisRateLimiter.builder(policy, client).ticker(ticker)
         .timeout(Duration.ofMillis(200)).failureMode(mode).build();
-    return Optional.of(new Outage() {
-      @Override public RateLimiter limiter() {
-        return limiter;
-      }
-
-      @Override public void down() throws Exception {
-        server.freeze();
-      }
-
-      @Override public void up() throws Exception {
-        server.thaw();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (limiter.peek("probe").path() != Path.PRIMARY) {
-          if (System.nanoTime() > deadline) {
-            throw new AssertionError("Redis on port " + OUTAGE_PORT + " did not answer within 10 s of SIGCONT");
-          }
-          Thread.onSpinWait();
-        }
-      }
-
-      @Override public void close() throws Exception {
-        limiter.close();
-        client.shutdown();
-        server.thaw();
-        server.close();
-      }
-    });
+    return Optional.of(new RedisOutage(limiter, List.of(server), () -> {
+      client.shutdown();
+      server.close();
+    }));
   }
 }
