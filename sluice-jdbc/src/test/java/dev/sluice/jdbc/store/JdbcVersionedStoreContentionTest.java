@@ -29,7 +29,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Many threads on one key over the real databases, through a store that injects conflicts: before a
  * third of the compare-and-sets, another writer rewrites the row with a new version (same state), so
  * the engine's write genuinely loses. Nothing is over-admitted, no update is lost, and retries that
- * run out are refused as CONTENTION, closed even under the open failure mode.
+ * run out are refused as CONTENTION, closed even under the open failure mode. Coalescing is off, so
+ * that 16 threads really race their compare-and-sets.
  */
 class JdbcVersionedStoreContentionTest {
   static final long T0 = 1_767_225_600_000_000L;
@@ -43,7 +44,9 @@ class JdbcVersionedStoreContentionTest {
     int limit = 150, threads = 16, perThread = 20;
     Policy p = Policy.fixedWindow(policyName, limit, Duration.ofMinutes(1));
     VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, conflicting).ticker(Ticker.manual(T0))
-        .maxRetries(1).timeout(Duration.ofSeconds(10)).failureMode(FailureMode.open((pol, r, c) -> {})).build();
+        .maxRetries(1).timeout(Duration.ofSeconds(10)).failureMode(FailureMode.open((pol, r, c) -> {}))
+        .maxBatch(1) // every thread its own compare-and-set: coalescing would spare the retries this test is about
+        .build();
     AtomicInteger allowed = new AtomicInteger(), exceeded = new AtomicInteger(), contention = new AtomicInteger(), other = new AtomicInteger();
     ExecutorService pool = Executors.newFixedThreadPool(threads);
     try {
