@@ -133,13 +133,23 @@ final class ServeCommand implements Callable<Integer> {
     Store store = store();
     SluiceServer server;
     try {
+      if (envoy != null) {
+        store.check(envoy.config().policies());
+      }
       server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets);
     } catch (RuntimeException e) {
       store.close();
       throw e;
     }
     server.start();
-    dev.sluice.server.envoy.EnvoyGrpcServer grpc = envoy == null ? null : envoy.start(store, server, host, stopTimeout);
+    dev.sluice.server.envoy.EnvoyGrpcServer grpc;
+    try {
+      grpc = envoy == null ? null : envoy.start(store, server, host, stopTimeout);
+    } catch (java.io.IOException | RuntimeException e) {
+      server.stop();
+      throw e instanceof java.io.IOException ? new IllegalArgumentException("--grpc-port " + grpcPort + " cannot be bound on " + host
+          + ": " + e.getMessage() + (e.getCause() != null ? " (" + e.getCause().getMessage() + ")" : "")) : e;
+    }
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       out.println("sluice: stopping (draining requests in flight for up to " + shutdownTimeout + ")");
       long t0 = System.nanoTime();

@@ -150,5 +150,16 @@ class EnvoyTwoProcessTest {
     assertThat(ServeProcessTest.runErr("serve", "--config", config.toString(), "--envoy-config", envoy.toString(), "--grpc-port", "0",
         "--envoy-headers", "some"))
         .isEqualTo("sluice: --envoy-headers 'some' is unknown; use ietf, all or none");
+    Path log = dir.resolve("log.yaml");
+    Files.writeString(log, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 3, sluice: {algorithm: sliding-log}}\n");
+    assertThat(ServeProcessTest.runErr("serve", "--config", config.toString(), "--envoy-config", log.toString(), "--grpc-port", "0",
+        "--postgres", StoreSwitchTest.NOWHERE_POSTGRES))
+        .startsWith("sluice: policy 'd.k' uses sliding-log, which runs on the memory store and Redis only");
+    try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      Files.writeString(envoy, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n");
+      assertThat(ServeProcessTest.runErr("serve", "--config", config.toString(), "--port", "0", "--envoy-config", envoy.toString(),
+          "--grpc-port", Integer.toString(taken.getLocalPort())))
+          .startsWith("sluice: --grpc-port " + taken.getLocalPort() + " cannot be bound on 127.0.0.1: Failed to bind");
+    }
   }
 }

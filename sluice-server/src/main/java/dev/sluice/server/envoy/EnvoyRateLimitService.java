@@ -132,6 +132,9 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
       }
       RateLimitDescriptor d = request.getDescriptors(i);
       hits[i] = d.hasHitsAddend() ? d.getHitsAddend().getValue() : Math.max(1, Integer.toUnsignedLong(request.getHitsAddend()));
+      if (hits[i] < 0) {
+        hits[i] = Long.MAX_VALUE; // a uint64 past 2^63: more than any rule grants, over the limit
+      }
       EnvoyMetrics.Meters m = metrics.meters(request.getDomain(), l.statKey());
       m.totalHits(hits[i]);
       boolean over;
