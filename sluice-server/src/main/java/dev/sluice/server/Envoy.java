@@ -34,6 +34,18 @@ record Envoy(EnvoyConfig config, int port, RateLimitHeaders headers) {
     return new Envoy(EnvoyConfig.read(config), port, families);
   }
 
+  /** Refuses a policy of {@code --config} named like a rule's policy: a name is a budget, and the two would share one. */
+  void refuseSharedNames(List<Policy> policies) {
+    java.util.Set<String> rules = new java.util.HashSet<>();
+    config.policies().forEach(p -> rules.add(p.name()));
+    for (Policy p : policies) {
+      if (rules.contains(p.name())) {
+        throw new IllegalArgumentException("policy '" + p.name() + "' of --config has the name of an --envoy-config rule's budget;"
+            + " rename the policy (a name is a budget, and the two APIs would share it)");
+      }
+    }
+  }
+
   /** Starts the gRPC API on {@code store}, its meters in the server's registry (one {@code /metrics}). */
   EnvoyGrpcServer start(Store store, SluiceServer server, String host, Duration stopTimeout) throws java.io.IOException {
     List<Policy> rules = config.policies(); // the store checked them before anything started

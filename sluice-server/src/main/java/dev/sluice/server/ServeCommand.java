@@ -130,6 +130,9 @@ final class ServeCommand implements Callable<Integer> {
     }
     List<Policy> policies = PolicyFile.read(config);
     Envoy envoy = Envoy.of(envoyConfig, grpcPort, envoyHeaders);
+    if (envoy != null) {
+      envoy.refuseSharedNames(policies);
+    }
     Store store = store();
     SluiceServer server;
     try {

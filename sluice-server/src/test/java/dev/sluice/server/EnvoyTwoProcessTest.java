@@ -150,6 +150,13 @@ class EnvoyTwoProcessTest {
     assertThat(ServeProcessTest.runErr("serve", "--config", config.toString(), "--envoy-config", envoy.toString(), "--grpc-port", "0",
         "--envoy-headers", "some"))
         .isEqualTo("sluice: --envoy-headers 'some' is unknown; use ietf, all or none");
+    Path clash = dir.resolve("clash.yaml");
+    Files.writeString(clash, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n");
+    Files.writeString(dir.resolve("clash-policies.yaml"), "policies:\n  - {name: d.k, algorithm: fixed-window, limit: 1, window: 1s}\n");
+    assertThat(ServeProcessTest.runErr("serve", "--config", dir.resolve("clash-policies.yaml").toString(), "--envoy-config", clash.toString(),
+        "--grpc-port", "0"))
+        .isEqualTo("sluice: policy 'd.k' of --config has the name of an --envoy-config rule's budget; rename the policy (a name is a budget,"
+            + " and the two APIs would share it)");
     Path log = dir.resolve("log.yaml");
     Files.writeString(log, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 3, sluice: {algorithm: sliding-log}}\n");
     assertThat(ServeProcessTest.runErr("serve", "--config", config.toString(), "--envoy-config", log.toString(), "--grpc-port", "0",
