@@ -20,6 +20,13 @@ module dev.sluice.server {
   requires micrometer.registry.prometheus;
   requires org.knowm.xchart;
   requires java.desktop;
+  requires api;
+  requires io.grpc;
+  requires io.grpc.stub;
+  requires io.grpc.services;
+  requires io.grpc.netty.shaded;
+  requires com.google.protobuf;
+  requires org.yaml.snakeyaml;
 
   opens dev.sluice.server to info.picocli;
 }

@@ -67,6 +67,18 @@ final class ServeCommand implements Callable<Integer> {
       description = "Most recently refunded tickets remembered (a ticket refunds once). Default: ${DEFAULT-VALUE}.")
   int spentTickets;
 
+  @Option(names = "--envoy-config", paramLabel = "PATH",
+      description = "envoyproxy/ratelimit configuration: one YAML file or a directory of them, read unchanged (docs/envoy.md). Needs --grpc-port.")
+  Path envoyConfig;
+
+  @Option(names = "--grpc-port", paramLabel = "PORT",
+      description = "Serve Envoy's rate-limit API (gRPC, with health and reflection) on this port; 0 picks a free port. Off unless given.")
+  Integer grpcPort;
+
+  @Option(names = "--envoy-headers", defaultValue = "ietf", paramLabel = "SET",
+      description = "Headers ShouldRateLimit asks Envoy to add: ietf (RateLimit, RateLimit-Policy), all (also X-RateLimit-*), none. Default: ${DEFAULT-VALUE}.")
+  String envoyHeaders;
+
   private Store store() {
     if (redis == null && postgres == null) {
       return Store.memory(maxKeys, maxKeyLength, Ticker.system());
@@ -117,19 +129,37 @@ final class ServeCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--port " + port + " is out of range; use 0 (a free port) to 65535");
     }
     List<Policy> policies = PolicyFile.read(config);
+    Envoy envoy = Envoy.of(envoyConfig, grpcPort, envoyHeaders);
+    if (envoy != null) {
+      envoy.refuseSharedNames(policies);
+    }
     Store store = store();
     SluiceServer server;
     try {
+      if (envoy != null) {
+        store.check(envoy.config().policies());
+      }
       server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets);
     } catch (RuntimeException e) {
       store.close();
       throw e;
     }
     server.start();
+    dev.sluice.server.envoy.EnvoyGrpcServer grpc;
+    try {
+      grpc = envoy == null ? null : envoy.start(store, server, host, stopTimeout);
+    } catch (java.io.IOException | RuntimeException e) {
+      server.stop();
+      throw e instanceof java.io.IOException ? new IllegalArgumentException("--grpc-port " + grpcPort + " cannot be bound on " + host
+          + ": " + e.getMessage() + (e.getCause() != null ? " (" + e.getCause().getMessage() + ")" : "")) : e;
+    }
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       out.println("sluice: stopping (draining requests in flight for up to " + shutdownTimeout + ")");
       long t0 = System.nanoTime();
       try {
+        if (grpc != null) {
+          grpc.stop();
+        }
         server.stop();
         out.println("sluice: stopped after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
       } catch (Exception e) {
@@ -151,6 +181,10 @@ final class ServeCommand implements Callable<Integer> {
       }
     }
     out.println("sluice: listening on " + server.uri());
+    if (grpc != null) {
+      out.println("sluice: envoy rate-limit API (gRPC) on " + host + ":" + grpc.port() + ", domains "
+          + String.join(", ", envoy.config().domains()) + " from " + envoyConfig);
+    }
     out.println("sluice: try   curl -si -X POST " + server.uri() + "/v1/acquire -H 'Content-Type: application/json'"
         + " -d '{\"policy\":\"" + first + "\",\"key\":\"alice\"}'");
     out.println("sluice: stop with Ctrl-C or SIGTERM");

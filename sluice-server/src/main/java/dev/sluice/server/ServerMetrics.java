@@ -70,6 +70,11 @@ final class ServerMetrics {
         .tag("endpoint", endpoint).register(registry);
   }
 
+  /** The registry {@code /metrics} scrapes, for meters of other front ends (the Envoy gRPC API). */
+  io.micrometer.core.instrument.MeterRegistry registry() {
+    return registry;
+  }
+
   String scrape() {
     return registry.scrape();
   }

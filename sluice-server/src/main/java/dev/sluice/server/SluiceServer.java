@@ -25,6 +25,7 @@ public final class SluiceServer implements AutoCloseable {
   private final GracefulHandler graceful;
   private final ApiHandler api;
   private final List<Policy> policies;
+  private final ServerMetrics metrics = new ServerMetrics();
 
   SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
                int spentTicketCapacity) {
@@ -45,7 +46,7 @@ public final class SluiceServer implements AutoCloseable {
     connector.setShutdownIdleTimeout(100);
     jetty.addConnector(connector);
     api = new ApiHandler(policies, store, ticker, new TicketCodec(), new SpentTickets(spentTicketCapacity),
-        new ServerMetrics());
+        metrics);
     graceful = new GracefulHandler(api);
     jetty.setHandler(graceful);
     jetty.setErrorHandler(new JsonErrorHandler());
@@ -86,6 +87,10 @@ public final class SluiceServer implements AutoCloseable {
   /** Requests being handled now (those a graceful stop waits for). */
   long requestsInFlight() {
     return graceful.getCurrentRequestCount();
+  }
+
+  ServerMetrics metrics() {
+    return metrics;
   }
 
   List<Policy> policies() {

@@ -1,0 +1,57 @@
+package dev.sluice.server;
+
+import dev.sluice.Policy;
+import dev.sluice.http.RateLimitHeaders;
+import dev.sluice.server.envoy.EnvoyConfig;
+import dev.sluice.server.envoy.EnvoyGrpcServer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+
+/** {@code sluice serve}'s Envoy options, checked before anything starts, and the gRPC server they describe. */
+record Envoy(EnvoyConfig config, int port, RateLimitHeaders headers) {
+  /** Null when neither option is given. */
+  static Envoy of(Path config, Integer port, String headers) {
+    if (config == null && port == null) {
+      return null;
+    }
+    if (config == null) {
+      throw new IllegalArgumentException("--grpc-port " + port + " given without --envoy-config; name the envoyproxy/ratelimit configuration");
+    }
+    if (port == null) {
+      throw new IllegalArgumentException("--envoy-config " + config + " given without --grpc-port; choose the port of the gRPC API");
+    }
+    if (port < 0 || port > 65_535) {
+      throw new IllegalArgumentException("--grpc-port " + port + " is out of range; use 0 (a free port) to 65535");
+    }
+    RateLimitHeaders families = switch (headers.trim().toLowerCase(Locale.ROOT)) {
+      case "ietf" -> RateLimitHeaders.of(true, false);
+      case "all" -> RateLimitHeaders.all();
+      case "none" -> null;
+      default -> throw new IllegalArgumentException("--envoy-headers '" + headers + "' is unknown; use ietf, all or none");
+    };
+    return new Envoy(EnvoyConfig.read(config), port, families);
+  }
+
+  /** Refuses a policy of {@code --config} named like a rule's policy: a name is a budget, and the two would share one. */
+  void refuseSharedNames(List<Policy> policies) {
+    java.util.Set<String> rules = new java.util.HashSet<>();
+    config.policies().forEach(p -> rules.add(p.name()));
+    for (Policy p : policies) {
+      if (rules.contains(p.name())) {
+        throw new IllegalArgumentException("policy '" + p.name() + "' of --config has the name of an --envoy-config rule's budget;"
+            + " rename the policy (a name is a budget, and the two APIs would share it)");
+      }
+    }
+  }
+
+  /** Starts the gRPC API on {@code store}, its meters in the server's registry (one {@code /metrics}). */
+  EnvoyGrpcServer start(Store store, SluiceServer server, String host, Duration stopTimeout) throws java.io.IOException {
+    List<Policy> rules = config.policies(); // the store checked them before anything started
+    // One limiter decides for every rule: each call names its rule's policy (a per-call override).
+    Policy first = rules.isEmpty() ? Policy.fixedWindow("envoy", 1, Duration.ofSeconds(1)) : rules.get(0);
+    dev.sluice.RateLimiter limiter = store.limiter(first, server.metrics().listener());
+    return new EnvoyGrpcServer(config, limiter, server.metrics().registry(), headers, host, port, stopTimeout).start();
+  }
+}

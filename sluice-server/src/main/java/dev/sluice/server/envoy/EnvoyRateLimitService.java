@@ -1,0 +1,311 @@
+package dev.sluice.server.envoy;
+
+import com.google.protobuf.Duration;
+import dev.sluice.Decision;
+import dev.sluice.Path;
+import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Ticker;
+import dev.sluice.http.HttpVerdict;
+import dev.sluice.http.RateLimitHeaders;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.envoyproxy.envoy.type.v3.RateLimitUnit;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import java.util.AbstractMap;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * {@code envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit}, decided by Sluice limiters.
+ *
+ * <p>Per request: every descriptor is matched to its rule ({@link EnvoyConfig#match}); rules named in
+ * another matched rule's {@code replaces} are dropped; {@code unlimited} descriptors are answered
+ * {@code OK} with {@code limit_remaining} 2^32-1 without a store call; the rest are charged
+ * {@code hits_addend} permits (the descriptor's own, else the request's, 0 meaning 1; a descriptor's
+ * explicit 0 only reads). The overall code is {@code OVER_LIMIT} when any descriptor not in shadow
+ * mode is refused. Unlike envoyproxy/ratelimit, which leaves every descriptor charged, a refused
+ * request is charged nowhere: the descriptors already charged for it are refunded with their tickets
+ * (all-or-nothing, as {@code Composition} does for its legs).
+ *
+ * <p>Store failures follow the limiter's failure mode, the one rule: a decision the failure mode
+ * refused (closed) is answered with gRPC status {@code UNAVAILABLE}, so Envoy applies its
+ * {@code failure_mode_deny}; one it allowed (open) is answered {@code OK} overall with that
+ * descriptor's code {@code UNKNOWN} (no limit is known) and no limit fields.
+ */
+final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBase {
+  private static final System.Logger LOG = System.getLogger(EnvoyRateLimitService.class.getName());
+  static final int MAX_UINT32 = -1; // 2^32 - 1 as an unsigned proto uint32
+
+  private final EnvoyConfig config;
+  private final RateLimiter limiter;
+  private final EnvoyMetrics metrics;
+  private final RateLimitHeaders headers;
+  private final Ticker ticker;
+
+  /** {@code headers} null: no {@code response_headers_to_add}. */
+  EnvoyRateLimitService(EnvoyConfig config, RateLimiter limiter, EnvoyMetrics metrics, RateLimitHeaders headers, Ticker ticker) {
+    this.config = config;
+    this.limiter = limiter;
+    this.metrics = metrics;
+    this.headers = headers;
+    this.ticker = ticker;
+  }
+
+  @Override public void shouldRateLimit(RateLimitRequest request, StreamObserver<RateLimitResponse> out) {
+    RateLimitResponse response;
+    try {
+      response = decide(request);
+    } catch (Refusal e) {
+      out.onError(e.status.asRuntimeException());
+      return;
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.ERROR, "ShouldRateLimit failed", e);
+      out.onError(Status.INTERNAL.withDescription("internal error; the server log has the details").asRuntimeException());
+      return;
+    }
+    out.onNext(response);
+    out.onCompleted();
+  }
+
+  /** An answer that is a gRPC error status, not a response. */
+  private static final class Refusal extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final transient Status status;
+
+    Refusal(Status status) {
+      super(status.getDescription(), null, false, false);
+      this.status = status;
+    }
+  }
+
+  /** One descriptor's limit for this request: a configured rule or the descriptor's own override. */
+  private record Limit(EnvoyConfig.Rule rule, Policy policy, String key, String statKey, long requestsPerUnit,
+                       RateLimitResponse.RateLimit.Unit unit, String name) {}
+
+  RateLimitResponse decide(RateLimitRequest request) {
+    if (request.getDomain().isEmpty()) {
+      throw new Refusal(Status.INVALID_ARGUMENT.withDescription("rate limit domain must not be empty"));
+    }
+    int n = request.getDescriptorsCount();
+    if (n == 0) {
+      throw new Refusal(Status.INVALID_ARGUMENT.withDescription("rate limit descriptor list must not be empty"));
+    }
+    Limit[] limits = new Limit[n];
+    boolean[] unlimited = new boolean[n];
+    Set<String> replaced = new HashSet<>();
+    for (int i = 0; i < n; i++) {
+      RateLimitDescriptor d = request.getDescriptors(i);
+      limits[i] = limit(request.getDomain(), d, i);
+      if (limits[i] != null && limits[i].rule() != null) {
+        replaced.addAll(limits[i].rule().replaces());
+        if (limits[i].rule().unlimited()) {
+          unlimited[i] = true;
+        }
+      }
+    }
+    for (int i = 0; i < n; i++) {
+      if (limits[i] != null && limits[i].rule() != null && !limits[i].name().isEmpty() && replaced.contains(limits[i].name())) {
+        limits[i] = null; // replaced: not evaluated, not counted
+      }
+    }
+
+    long now = ticker.nowMicros();
+    Decision[] decisions = new Decision[n];
+    Code[] codes = new Code[n];
+    long[] hits = new long[n];
+    boolean refused = false;
+    Decision failedClosed = null;
+    for (int i = 0; i < n; i++) {
+      Limit l = limits[i];
+      if (l == null || unlimited[i]) {
+        codes[i] = Code.OK;
+        continue;
+      }
+      RateLimitDescriptor d = request.getDescriptors(i);
+      hits[i] = d.hasHitsAddend() ? d.getHitsAddend().getValue() : Math.max(1, Integer.toUnsignedLong(request.getHitsAddend()));
+      if (hits[i] < 0) {
+        hits[i] = Long.MAX_VALUE; // a uint64 past 2^63: more than any rule grants, over the limit
+      }
+      EnvoyMetrics.Meters m = metrics.meters(request.getDomain(), l.statKey());
+      m.totalHits(hits[i]);
+      boolean over;
+      if (l.policy() == null) {
+        over = true; // requests_per_unit 0: every hit is over the limit
+      } else {
+        Decision dec = decide(l, hits[i]);
+        decisions[i] = dec;
+        if (dec == null) {
+          over = true;
+        } else if (dec.reason().isFailure()) {
+          if (!dec.allowed() && failedClosed == null) {
+            failedClosed = dec;
+          }
+          codes[i] = Code.UNKNOWN;
+          continue;
+        } else {
+          over = !dec.allowed();
+        }
+      }
+      boolean shadow = l.rule() != null && l.rule().shadowMode();
+      if (over) {
+        m.overLimit(hits[i]);
+        if (shadow) {
+          m.shadowMode(hits[i]);
+          codes[i] = Code.OK;
+        } else {
+          codes[i] = Code.OVER_LIMIT;
+          refused = true;
+        }
+      } else {
+        m.withinLimit(hits[i]);
+        if (EnvoyMetrics.nearLimit(decisions[i])) {
+          m.nearLimit(hits[i]);
+        }
+        codes[i] = Code.OK;
+      }
+    }
+    if (refused || failedClosed != null) {
+      // All or nothing: a request that does not pass is charged nowhere.
+      for (Decision dec : decisions) {
+        if (dec != null && dec.allowed()) {
+          dec.ticket().ifPresent(limiter::refund);
+        }
+      }
+    }
+    if (failedClosed != null) {
+      throw new Refusal(Status.UNAVAILABLE.withDescription("the rate-limit store could not decide ("
+          + HttpVerdict.code(failedClosed.reason()) + ") and --failure-mode is closed"));
+    }
+
+    RateLimitResponse.Builder r = RateLimitResponse.newBuilder().setOverallCode(refused ? Code.OVER_LIMIT : Code.OK);
+    Decision shown = null;
+    for (int i = 0; i < n; i++) {
+      RateLimitResponse.DescriptorStatus.Builder s = RateLimitResponse.DescriptorStatus.newBuilder().setCode(codes[i]);
+      Limit l = limits[i];
+      if (unlimited[i]) {
+        s.setLimitRemaining(MAX_UINT32);
+      } else if (l != null && codes[i] != Code.UNKNOWN) {
+        s.setCurrentLimit(RateLimitResponse.RateLimit.newBuilder().setRequestsPerUnit((int) l.requestsPerUnit())
+            .setUnit(l.unit()).setName(l.name()));
+        Decision dec = decisions[i];
+        if (dec != null) {
+          s.setLimitRemaining((int) Math.min(dec.remaining(), 0xFFFF_FFFFL));
+          long wait = dec.allowed() ? Math.max(0, dec.resetAtMicros() - now) : dec.retryAfterMicros();
+          s.setDurationUntilReset(Duration.newBuilder().setSeconds(wait / 1_000_000).setNanos((int) (wait % 1_000_000) * 1_000));
+          shown = moreTelling(shown, dec, codes[i] == Code.OVER_LIMIT);
+        } else {
+          long unitMicros = unitSeconds(l.unit()) * 1_000_000;
+          s.setDurationUntilReset(Duration.newBuilder().setSeconds(unitMicros / 1_000_000));
+        }
+      }
+      r.addStatuses(s);
+    }
+    if (headers != null && shown != null) {
+      for (HttpVerdict.Header h : HttpVerdict.of(shown, now, headers).headers()) {
+        r.addResponseHeadersToAdd(HeaderValue.newBuilder().setKey(h.name()).setValue(h.value()));
+      }
+    }
+    return r.build();
+  }
+
+  /**
+   * The decision whose limit headers the response carries: a refusal that counts (the longest wait)
+   * over any allowance, else the allowance with the fewest permits left.
+   */
+  private static Decision moreTelling(Decision current, Decision candidate, boolean counts) {
+    if (candidate.path() != Path.PRIMARY || (!candidate.allowed() && !counts)) {
+      return current;
+    }
+    if (current == null) {
+      return candidate;
+    }
+    if (!candidate.allowed()) {
+      return current.allowed() || candidate.retryAfterMicros() > current.retryAfterMicros() ? candidate : current;
+    }
+    return current.allowed() && candidate.remaining() < current.remaining() ? candidate : current;
+  }
+
+  /** Charges (or, for 0 hits, reads) one descriptor; null when the hits can never fit or the key is refused. */
+  private Decision decide(Limit l, long hits) {
+    try {
+      if (hits == 0) {
+        return limiter.peek(l.key(), l.policy());
+      }
+      if (hits > l.policy().limit()) {
+        return null; // more than the rule ever grants at once: over the limit, nothing charged
+      }
+      return limiter.tryAcquire(l.key(), hits, l.policy());
+    } catch (IllegalArgumentException e) {
+      // A key the store refuses (e.g. over --max-key-length): over the limit, never a way around it.
+      LOG.log(System.Logger.Level.DEBUG, "descriptor refused: " + e.getMessage());
+      return null;
+    }
+  }
+
+  private Limit limit(String domain, RateLimitDescriptor d, int index) {
+    List<Map.Entry<String, String>> entries = new ArrayList<>(d.getEntriesCount());
+    for (RateLimitDescriptor.Entry e : d.getEntriesList()) {
+      entries.add(new AbstractMap.SimpleImmutableEntry<>(e.getKey(), e.getValue()));
+    }
+    if (d.hasLimit()) {
+      return override(domain, d, entries, index);
+    }
+    EnvoyConfig.Match m = config.match(domain, entries);
+    if (m == null) {
+      return null;
+    }
+    EnvoyConfig.Rule rule = m.rule();
+    RateLimitResponse.RateLimit.Unit unit = rule.unit() == null ? RateLimitResponse.RateLimit.Unit.UNKNOWN
+        : RateLimitResponse.RateLimit.Unit.valueOf(rule.unit().name());
+    return new Limit(rule, rule.policy(), m.key(), m.statKey(), rule.requestsPerUnit(), unit, rule.name());
+  }
+
+  /**
+   * A descriptor's own {@code limit}: a fixed window of its numbers, whatever the configuration says,
+   * as in envoyproxy/ratelimit; its budget is the domain, the entries and the unit.
+   */
+  private Limit override(String domain, RateLimitDescriptor d, List<Map.Entry<String, String>> entries, int index) {
+    RateLimitDescriptor.RateLimitOverride o = d.getLimit();
+    RateLimitUnit u = o.getUnit();
+    if (u == RateLimitUnit.UNKNOWN || u == RateLimitUnit.UNRECOGNIZED) {
+      throw new Refusal(Status.INVALID_ARGUMENT.withDescription("descriptor #" + (index + 1) + ": limit override has unit "
+          + u + "; use SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR"));
+    }
+    EnvoyConfig.Unit unit = EnvoyConfig.Unit.valueOf(u.name());
+    long rpu = Integer.toUnsignedLong(o.getRequestsPerUnit());
+    StringBuilder stat = new StringBuilder(domain);
+    for (Map.Entry<String, String> e : entries) {
+      stat.append('.').append(e.getKey());
+      if (!e.getValue().isEmpty()) {
+        stat.append('_').append(e.getValue());
+      }
+    }
+    String statKey = stat.toString();
+    Policy policy = null;
+    if (rpu > 0) {
+      String name = EnvoyConfig.policyName("override:" + domain + ":" + String.join(".", entries.stream().map(Map.Entry::getKey).toList())
+          + ":" + unit.name());
+      try {
+        policy = Policy.fixedWindow(name, rpu, unit.duration());
+      } catch (IllegalArgumentException e) {
+        throw new Refusal(Status.INVALID_ARGUMENT.withDescription("descriptor #" + (index + 1) + ": limit override " + rpu + " per "
+            + unit + ": " + e.getMessage()));
+      }
+    }
+    return new Limit(null, policy, EnvoyConfig.plainKey(entries), statKey, rpu, RateLimitResponse.RateLimit.Unit.valueOf(unit.name()), "");
+  }
+
+  private static long unitSeconds(RateLimitResponse.RateLimit.Unit u) {
+    EnvoyConfig.Unit unit = EnvoyConfig.Unit.parse(u.name());
+    return unit == null ? 1 : unit.seconds;
+  }
+}
