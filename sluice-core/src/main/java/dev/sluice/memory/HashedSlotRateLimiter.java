@@ -128,7 +128,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       Checks.key(key);
     }
     Checks.permits(permits, p.algorithm().limit(), p.name());
-    if (now <= 0) {
+    if (!Checks.validClock(now)) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
     long[] w = slot(p, key);
@@ -141,7 +141,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     }
     return out.allowed()
         ? Decision.allowed(p, out.remaining(), out.resetAt(), issuer.issue(p, key == null ? "" : key, permits, out.stamp()))
-        : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+        : out.refusal(p);
   }
 
   @Override public Decision peek(String key, Policy p) {
@@ -152,7 +152,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     if (key != null) {
       Checks.key(key);
     }
-    if (now <= 0) {
+    if (!Checks.validClock(now)) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
     long[] w = slot(p, key);
@@ -165,7 +165,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     }
     return out.allowed()
         ? Decision.allowed(p, out.remaining(), out.resetAt(), null)
-        : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+        : out.refusal(p);
   }
 
   @Override public Refund refund(Ticket ticket) {
@@ -174,7 +174,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
 
   @Override public Refund refundAt(Ticket ticket, long now) {
     try {
-      if (now <= 0 || !issuer.claim(ticket)) {
+      if (!Checks.validClock(now) || !issuer.claim(ticket)) {
         return Refund.NO_EFFECT;
       }
       Policy p = ticket.policy();
