@@ -95,6 +95,39 @@ public final class Checks {
     return key;
   }
 
+  /** Longest tenant id, in UTF-16 code units: a tenant is stored as given, in the table's primary key. */
+  public static final int MAX_TENANT_LENGTH = 256;
+
+  /**
+   * A tenant id, as strictly as a key: not blank, well-formed Unicode, and since it is stored as given
+   * (PostgreSQL tenant mode), no NUL (which PostgreSQL text cannot hold) and at most
+   * {@link #MAX_TENANT_LENGTH} code units (a primary-key entry must fit an index page). A tenant id
+   * that broke one of these became a store failure on every decision, so under
+   * {@code FailureMode.open} that tenant had no limit.
+   */
+  public static String tenant(String tenant) {
+    if (tenant == null || tenant.isBlank()) {
+      throw new IllegalArgumentException("tenant " + (tenant == null ? "null" : quote(tenant))
+          + " is blank; tenant mode needs the current tenant from the supplier given to tenant(...)");
+    }
+    int bad = unpairedSurrogate(tenant);
+    if (bad >= 0) {
+      throw new IllegalArgumentException("tenant " + quote(tenant) + " has an unpaired UTF-16 surrogate at index " + bad
+          + "; a tenant id must be well-formed Unicode so that distinct tenants stay distinct");
+    }
+    int nul = tenant.indexOf('\0');
+    if (nul >= 0) {
+      throw new IllegalArgumentException("tenant " + quote(tenant) + " contains NUL (U+0000) at index " + nul
+          + "; a tenant id is stored as given and the store cannot hold NUL: remove it, or map tenants to ids");
+    }
+    if (tenant.length() > MAX_TENANT_LENGTH) {
+      throw new IllegalArgumentException("tenant " + quote(tenant) + " is " + tenant.length() + " UTF-16 code units long; "
+          + "a tenant id is stored as given in the table's primary key and may be at most " + MAX_TENANT_LENGTH
+          + ": use a shorter id, or map tenants to ids");
+    }
+    return tenant;
+  }
+
   /** Index of the first unpaired surrogate in {@code s}, or -1. */
   public static int unpairedSurrogate(String s) {
     for (int i = 0, n = s.length(); i < n; i++) {

@@ -793,6 +793,39 @@ public abstract class RateLimiterContract {
     assertThat(l.tryAcquire("k", 3).allowed()).as("nothing was charged by the bad calls").isTrue();
   }
 
+  /**
+   * Issue 14, finding 10: caller input never becomes a store failure. Keys with NUL and other
+   * control characters, and 100 kB keys, are decided like any key on every store (the memory tier
+   * refuses a key over its cap with an IllegalArgumentException); a lone surrogate is refused by the
+   * core's key rules; nothing is STORE_UNAVAILABLE, which under FailureMode.open would be no limit.
+   */
+  @Test
+  void callerStringsNeverBecomeAStoreFailure() {
+    Policy p = policy("fixed-window", 2);
+    RateLimiter l = limiter(p, newTicker());
+    String big = "k".repeat(100_000);
+    OptionalInt cap = maxKeyLength();
+    java.util.List<String> keys = new ArrayList<>(List.of("nul\u0000key", "nul", "\u0000", "tab\tand\u0001\u007f", "\uFFFF\uFFFE"));
+    if (cap.isEmpty() || cap.getAsInt() >= big.length()) {
+      keys.add(big);
+      keys.add(big + "\u0000");
+    } else {
+      assertThatThrownBy(() -> l.tryAcquire(big)).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("(maxKeyLength)");
+    }
+    for (String k : keys) {
+      for (int i = 0; i < 2; i++) {
+        Decision d = l.tryAcquire(k);
+        assertThat(d.reason()).as("key %s, call %d", dev.sluice.internal.Checks.quote(k), i).isEqualTo(Reason.WITHIN_LIMIT);
+      }
+      assertThat(l.tryAcquire(k).reason()).as("each key is its own budget: %s", dev.sluice.internal.Checks.quote(k))
+          .isEqualTo(Reason.LIMIT_EXCEEDED);
+      assertThat(l.peek(k).reason()).isEqualTo(Reason.LIMIT_EXCEEDED);
+    }
+    assertThatThrownBy(() -> l.tryAcquire("lone\uD800")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("unpaired UTF-16 surrogate");
+  }
+
   @Test
   void keysOverTheLengthCapAreRefused() {
     OptionalInt cap = maxKeyLength();
