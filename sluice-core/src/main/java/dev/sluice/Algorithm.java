@@ -6,9 +6,11 @@ import dev.sluice.internal.Checks;
  * The five algorithms, as validated parameter records. Their behaviour lives once, in the reference
  * model ({@link dev.sluice.model.ReferenceModel}); every backend computes exactly that model.
  *
- * <p>All durations are whole microseconds. Every product an algorithm computes is kept at or under
- * 2^52 (see {@link #limit()} and each record), because the Redis backend evaluates the same arithmetic
- * in Lua doubles, which are exact only up to 2^53.
+ * <p>All durations are whole microseconds, 1 ms..2^48 us. Every parameter, product and sum an
+ * algorithm computes is kept at or under 2^52 ({@link Checks#MAX_EXACT}), and every instant it
+ * computes ahead of the clock within 2^49 us ({@link Checks#MAX_AHEAD}), because the Redis backend
+ * evaluates the same arithmetic in Lua doubles, which are exact only up to 2^53, and SQL in bigint.
+ * A record refuses numbers outside these bounds with a message that names the product and the fix.
  */
 public sealed interface Algorithm
     permits Algorithm.FixedWindow, Algorithm.SlidingWindow, Algorithm.TokenBucket, Algorithm.Gcra, Algorithm.SlidingLog {
@@ -26,6 +28,7 @@ public sealed interface Algorithm
   record FixedWindow(long limit, long windowMicros) implements Algorithm {
     public FixedWindow {
       Checks.positive("limit", limit);
+      Checks.exact("fixed window", "limit", limit, "use a smaller limit, or a shorter window with a proportional limit");
       checkWindow(windowMicros);
     }
 
@@ -50,14 +53,23 @@ public sealed interface Algorithm
   /**
    * Token bucket: holds at most {@code capacity} tokens, refills {@code refillTokens} every
    * {@code refillPeriodMicros}, continuously (a fraction of a token accrues as time passes). A new key
-   * starts full. Requires {@code capacity * refillPeriodMicros <= 2^52}.
+   * starts full. Requires {@code capacity * refillPeriodMicros <= 2^52}, {@code refillTokens <= 2^52}
+   * and {@code capacity * refillPeriodMicros / refillTokens < 2^49} us (the time to refill an empty bucket).
    */
   record TokenBucket(long capacity, long refillTokens, long refillPeriodMicros) implements Algorithm {
     public TokenBucket {
       Checks.positive("capacity", capacity);
       Checks.positive("refill tokens", refillTokens);
+      Checks.exact("token bucket", "refill tokens", refillTokens,
+          "refill fewer tokens per period (a refill of capacity x period tokens already fills an empty bucket in 1 us)");
       checkWindow(refillPeriodMicros);
       Checks.exactProduct("token bucket", capacity, "capacity", refillPeriodMicros, "refill period");
+      if (capacity * refillPeriodMicros / refillTokens >= Checks.MAX_AHEAD) {
+        throw new IllegalArgumentException("token bucket: capacity " + capacity + " times refill period " + refillPeriodMicros
+            + " over refill tokens " + refillTokens + " is " + capacity * refillPeriodMicros / refillTokens
+            + " us, the time an empty bucket takes to refill, over 2^49 us (about 17.8 years); "
+            + "use a smaller capacity, a shorter period or more refill tokens");
+      }
     }
 
     @Override public long limit() { return capacity; }
@@ -70,7 +82,9 @@ public sealed interface Algorithm
    * {@code burst} admitted at once. It stores a single theoretical arrival time (kept exactly, with
    * its fraction of a microsecond in units of 1/rate). Its decisions equal those of a token bucket
    * of capacity {@code burst} refilling {@code rate} per period: it is the same limit in the
-   * one-timestamp form that is cheapest to store. Requires {@code burst * periodMicros <= 2^52}.
+   * one-timestamp form that is cheapest to store. Requires {@code burst * periodMicros + rate <= 2^52}
+   * (the largest debt it adds a request to) and {@code burst * periodMicros / rate <= 2^49} us (how far
+   * ahead of the clock a full burst puts the arrival time).
    */
   record Gcra(long rate, long periodMicros, long burst) implements Algorithm {
     public Gcra {
@@ -78,6 +92,17 @@ public sealed interface Algorithm
       checkWindow(periodMicros);
       Checks.positive("burst", burst);
       Checks.exactProduct("gcra", burst, "burst", periodMicros, "period");
+      long cap = burst * periodMicros;
+      if (rate > Checks.MAX_EXACT - cap) {
+        throw new IllegalArgumentException("gcra: burst " + burst + " times period " + periodMicros + " (microseconds) plus rate "
+            + rate + " exceeds 2^52, the exact-integer range every backend computes a debt in; use a smaller rate "
+            + "with a proportionally shorter period");
+      }
+      if (cap / rate >= Checks.MAX_AHEAD) {
+        throw new IllegalArgumentException("gcra: burst " + burst + " times period " + periodMicros + " over rate " + rate
+            + " is " + cap / rate + " us, how far a full burst puts the arrival time ahead of the clock, over 2^49 us "
+            + "(about 17.8 years); use a smaller burst, a shorter period or a higher rate");
+      }
     }
 
     @Override public long limit() { return burst; }
@@ -93,6 +118,7 @@ public sealed interface Algorithm
   record SlidingLog(long limit, long windowMicros) implements Algorithm {
     public SlidingLog {
       Checks.positive("limit", limit);
+      Checks.exact("sliding log", "limit", limit, "use a smaller limit, or a shorter window with a proportional limit");
       checkWindow(windowMicros);
     }
 
@@ -100,11 +126,6 @@ public sealed interface Algorithm
   }
 
   private static void checkWindow(long micros) {
-    if (micros < Checks.MIN_WINDOW_MICROS) {
-      throw new IllegalArgumentException("window " + micros + " us is under 1 ms; use at least 1000 microseconds");
-    }
-    if (micros > Checks.MAX_EXACT) {
-      throw new IllegalArgumentException("window " + micros + " us exceeds 2^52 microseconds");
-    }
+    Checks.windowMicros("window", micros);
   }
 }

@@ -21,7 +21,7 @@ public interface Ticker {
   /**
    * A ticker that moves only when told to, starting at {@code startMicros}.
    *
-   * @throws IllegalArgumentException when {@code startMicros} is outside 1..2^52: limiters refuse
+   * @throws IllegalArgumentException when {@code startMicros} is outside 1..2^52 - 2^49: limiters refuse
    *     such a reading as {@code INVALID_CLOCK}, so every decision on the ticker would be refused
    */
   static ManualTicker manual(long startMicros) {

@@ -13,15 +13,15 @@ class TickerTest {
   @Test
   void manualTickerAtZeroMadeEveryDecisionInvalidClock() {
     assertThatThrownBy(() -> Ticker.manual(0)).isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("ticker start 0 us is outside 1..2^52 (microseconds since the epoch); limiters refuse such a reading "
-            + "as INVALID_CLOCK (every tier at or before the epoch, the shared stores past 2^52), so every decision on this "
+        .hasMessage("ticker start 0 us is outside 1..2^52 - 2^49 (microseconds since the epoch, up to the year 2094); "
+            + "limiters refuse such a reading as INVALID_CLOCK, so every decision on this "
             + "ticker would be refused; start at a real instant such as 1_700_000_000_000_000");
     assertThatThrownBy(() -> Ticker.manual(-1)).isInstanceOf(IllegalArgumentException.class)
-        .hasMessageStartingWith("ticker start -1 us is outside 1..2^52");
-    assertThatThrownBy(() -> Ticker.manual((1L << 52) + 1)).isInstanceOf(IllegalArgumentException.class)
-        .hasMessageStartingWith("ticker start 4503599627370497 us is outside 1..2^52");
+        .hasMessageStartingWith("ticker start -1 us is outside 1..2^52 - 2^49");
+    assertThatThrownBy(() -> Ticker.manual((1L << 52) - (1L << 49) + 1)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("ticker start 3940649673949185 us is outside 1..2^52 - 2^49");
     assertThat(Ticker.manual(1).nowMicros()).isEqualTo(1);
-    assertThat(Ticker.manual(1L << 52).nowMicros()).isEqualTo(1L << 52);
+    assertThat(Ticker.manual((1L << 52) - (1L << 49)).nowMicros()).isEqualTo((1L << 52) - (1L << 49));
     // Moving a built ticker out of range stays possible: that is how INVALID_CLOCK is tested.
     assertThat(Ticker.manual(1).set(0).nowMicros()).isZero();
   }

@@ -29,6 +29,40 @@ public final class Checks {
   /** Smallest window or period: one millisecond, in microseconds. */
   public static final long MIN_WINDOW_MICROS = 1_000;
 
+  /**
+   * Room every instant a step computes ahead of the clock stays within, 2^49 us (about 17.8 years):
+   * a state's times and a decision's reset are at most this far after the reading, so that with a
+   * reading at most {@link #MAX_CLOCK} they stay within {@link #MAX_STATE_WORD}.
+   */
+  public static final long MAX_AHEAD = 1L << 49;
+
+  /**
+   * Longest window or period, 2^48 us (about 8.9 years): the sliding window keeps a state for two
+   * windows, which stays within {@link #MAX_AHEAD}.
+   */
+  public static final long MAX_WINDOW_MICROS = MAX_AHEAD / 2;
+
+  /**
+   * The latest clock reading any tier decides on, 2^52 - 2^49 us (the year 2094): a later reading
+   * is refused as {@code INVALID_CLOCK}, so that an instant computed ahead of it (at most
+   * {@link #MAX_AHEAD}) still fits a stored word.
+   */
+  public static final long MAX_CLOCK = MAX_STATE_WORD - MAX_AHEAD;
+
+  /**
+   * How far a state may lie ahead of the reading that decides on it beyond what its policy could have
+   * written there (one hour): clocks of the processes sharing a store may disagree, or step back,
+   * by this much. A state further ahead was not written by any clock within the tolerance (a
+   * foreign value, a clock off by years) and is refused as {@code CORRUPT_STATE} on every tier
+   * rather than trusted to lock a key for that long.
+   */
+  public static final long CLOCK_TOLERANCE_MICROS = 3_600_000_000L;
+
+  /** Whether {@code now} is a clock reading the tiers decide on: 1..{@link #MAX_CLOCK} us. */
+  public static boolean validClock(long now) {
+    return now > 0 && now <= MAX_CLOCK;
+  }
+
   private Checks() {}
 
   public static String key(String key, int maxLength) {
@@ -59,6 +93,39 @@ public final class Checks {
           + bad + "; a key must be well-formed Unicode so that distinct keys hash to distinct ids");
     }
     return key;
+  }
+
+  /** Longest tenant id, in UTF-16 code units: a tenant is stored as given, in the table's primary key. */
+  public static final int MAX_TENANT_LENGTH = 256;
+
+  /**
+   * A tenant id, as strictly as a key: not blank, well-formed Unicode, and since it is stored as given
+   * (PostgreSQL tenant mode), no NUL (which PostgreSQL text cannot hold) and at most
+   * {@link #MAX_TENANT_LENGTH} code units (a primary-key entry must fit an index page). A tenant id
+   * that broke one of these became a store failure on every decision, so under
+   * {@code FailureMode.open} that tenant had no limit.
+   */
+  public static String tenant(String tenant) {
+    if (tenant == null || tenant.isBlank()) {
+      throw new IllegalArgumentException("tenant " + (tenant == null ? "null" : quote(tenant))
+          + " is blank; tenant mode needs the current tenant from the supplier given to tenant(...)");
+    }
+    int bad = unpairedSurrogate(tenant);
+    if (bad >= 0) {
+      throw new IllegalArgumentException("tenant " + quote(tenant) + " has an unpaired UTF-16 surrogate at index " + bad
+          + "; a tenant id must be well-formed Unicode so that distinct tenants stay distinct");
+    }
+    int nul = tenant.indexOf('\0');
+    if (nul >= 0) {
+      throw new IllegalArgumentException("tenant " + quote(tenant) + " contains NUL (U+0000) at index " + nul
+          + "; a tenant id is stored as given and the store cannot hold NUL: remove it, or map tenants to ids");
+    }
+    if (tenant.length() > MAX_TENANT_LENGTH) {
+      throw new IllegalArgumentException("tenant " + quote(tenant) + " is " + tenant.length() + " UTF-16 code units long; "
+          + "a tenant id is stored as given in the table's primary key and may be at most " + MAX_TENANT_LENGTH
+          + ": use a shorter id, or map tenants to ids");
+    }
+    return tenant;
   }
 
   /** Index of the first unpaired surrogate in {@code s}, or -1. */
@@ -158,8 +225,9 @@ public final class Checks {
     } catch (ArithmeticException e) {
       micros = Long.MAX_VALUE;
     }
-    if (micros > MAX_EXACT) {
-      throw new IllegalArgumentException(what + " " + window + " is too long; at most 2^52 microseconds (about 142 years)");
+    if (micros > MAX_WINDOW_MICROS) {
+      throw new IllegalArgumentException(what + " " + window + " is too long; at most 2^48 microseconds (about 8.9 years), "
+          + "so that every instant a limiter computes ahead of its clock stays exact");
     }
     if (window.getNano() % 1_000 != 0) {
       throw new IllegalArgumentException(what + " " + window + " has sub-microsecond precision; Sluice keeps time in whole microseconds");
@@ -201,15 +269,35 @@ public final class Checks {
     }
   }
 
+  /** Guards a count or rate that the algorithms add to others: at most 2^52 (see {@link #MAX_EXACT}). */
+  public static long exact(String what, String name, long value, String fix) {
+    if (value > MAX_EXACT) {
+      throw new IllegalArgumentException(what + ": " + name + " " + value + " exceeds 2^52 (" + MAX_EXACT
+          + "), the exact-integer range every backend counts in, where it would overflow; " + fix);
+    }
+    return value;
+  }
+
+  /** A window or period in microseconds: {@link #MIN_WINDOW_MICROS}..{@link #MAX_WINDOW_MICROS}. */
+  public static long windowMicros(String what, long micros) {
+    if (micros < MIN_WINDOW_MICROS) {
+      throw new IllegalArgumentException(what + " " + micros + " us is under 1 ms; use at least 1000 microseconds");
+    }
+    if (micros > MAX_WINDOW_MICROS) {
+      throw new IllegalArgumentException(what + " " + micros + " us exceeds 2^48 microseconds (about 8.9 years), "
+          + "so that every instant a limiter computes ahead of its clock stays exact; use a shorter one");
+    }
+    return micros;
+  }
+
   /**
-   * The start of a {@link dev.sluice.ManualTicker}: a reading some limiter accepts, 1..2^52 us. The
-   * memory tier refuses readings at or before the epoch, the shared stores also those past
-   * {@link #MAX_EXACT}, each as {@code INVALID_CLOCK}.
+   * The start of a {@link dev.sluice.ManualTicker}: a reading the limiters accept,
+   * 1..{@link #MAX_CLOCK} us; every tier refuses others as {@code INVALID_CLOCK}.
    */
   public static long tickerStart(long micros) {
-    if (micros < 1 || micros > MAX_EXACT) {
-      throw new IllegalArgumentException("ticker start " + micros + " us is outside 1..2^52 (microseconds since the epoch); "
-          + "limiters refuse such a reading as INVALID_CLOCK (every tier at or before the epoch, the shared stores past 2^52), "
+    if (!validClock(micros)) {
+      throw new IllegalArgumentException("ticker start " + micros + " us is outside 1..2^52 - 2^49 (microseconds since the epoch, "
+          + "up to the year 2094); limiters refuse such a reading as INVALID_CLOCK, "
           + "so every decision on this ticker would be refused; start at a real instant such as 1_700_000_000_000_000");
     }
     return micros;

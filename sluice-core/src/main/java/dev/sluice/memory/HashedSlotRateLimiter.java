@@ -129,7 +129,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       Checks.key(key);
     }
     Checks.permits(permits, p.algorithm().limit(), p.name());
-    if (now <= 0) {
+    if (!Checks.validClock(now)) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
     long[] w = slot(p, key);
@@ -142,7 +142,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     }
     return out.allowed()
         ? Decision.allowed(p, out.remaining(), out.resetAt(), issuer.issue(p, key == null ? "" : key, permits, out.stamp()))
-        : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+        : out.refusal(p);
   }
 
   @Override public Decision peek(String key, Policy p) {
@@ -153,7 +153,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     if (key != null) {
       Checks.key(key);
     }
-    if (now <= 0) {
+    if (!Checks.validClock(now)) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
     long[] w = slot(p, key);
@@ -166,7 +166,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     }
     return out.allowed()
         ? Decision.allowed(p, out.remaining(), out.resetAt(), null)
-        : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+        : out.refusal(p);
   }
 
   @Override public Refund refund(Ticket ticket) {
@@ -175,7 +175,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
 
   @Override public Refund refundAt(Ticket ticket, long now) {
     try {
-      if (now <= 0 || !issuer.claim(ticket)) {
+      if (!Checks.validClock(now) || !issuer.claim(ticket)) {
         return Refund.NO_EFFECT;
       }
       Policy p = ticket.policy();

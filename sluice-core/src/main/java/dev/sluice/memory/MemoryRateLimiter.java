@@ -172,7 +172,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   }
 
   private Decision acquire(Table t, Policy p, String key, long permits, long now) {
-    if (now <= 0) {
+    if (!Checks.validClock(now)) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
     if (now >= nextScanAt) {
@@ -187,7 +187,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       now = Math.max(now, lastScanAt); // see reclaim(): never decide before a scan that reclaimed
       long[] w = words(e);
       if (!(e instanceof LogEntry) && refusedWithoutLock(p.algorithm(), w, now, permits, out)) {
-        return Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+        return out.refusal(p);
       }
       if (!lock(w)) {
         continue; // reclaimed or reset under us: look it up again
@@ -209,7 +209,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       }
       return out.allowed()
           ? Decision.allowed(p, out.remaining(), out.resetAt(), issuer.issue(p, key, permits, out.stamp()))
-          : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+          : out.refusal(p);
     }
   }
 
@@ -287,7 +287,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
 
   @Override public Decision peekAt(String key, Policy p, long now) {
     Checks.key(key, maxKeyLength);
-    if (now <= 0) {
+    if (!Checks.validClock(now)) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
     Table t = table(p);
@@ -316,7 +316,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     }
     return out.allowed()
         ? Decision.allowed(p, out.remaining(), out.resetAt(), null)
-        : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+        : out.refusal(p);
   }
 
   private static void peekFresh(Policy p, long now, Outcome out) {
@@ -345,7 +345,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   }
 
   private Refund doRefund(Ticket ticket, long now) {
-    if (now <= 0 || !issuer.claim(ticket)) {
+    if (!Checks.validClock(now) || !issuer.claim(ticket)) {
       return Refund.NO_EFFECT;
     }
     Policy p = ticket.policy();

@@ -14,12 +14,20 @@ import dev.sluice.internal.Checks;
  *
  * <p>Each function is pure over its arguments: {@code (state, now, permits, algorithm) -> (state',
  * outcome)}. Time is integer epoch microseconds; all arithmetic is on {@code long} and, by the
- * validation in {@link Algorithm}, never exceeds 2^53, so the same code ports to Lua (doubles) and
- * SQL (bigint) unchanged. A step never allocates.
+ * validation in {@link Algorithm} and the clock range 1..{@link Checks#MAX_CLOCK}, never exceeds
+ * 2^53, so the same code ports to Lua (doubles) and SQL (bigint) unchanged; a clock far behind a GCRA
+ * state is decided without forming its debt (see {@code gcra}). A step never allocates.
  *
  * <h2>State layout</h2>
  * A state is a {@code long[3]}; all zeros means "no state" (a key never seen, or reclaimed). A clock
- * reading {@code now <= 0} is invalid ({@link Outcome#invalidClock()}), which keeps 0 free to mean absent.
+ * reading outside 1..{@link Checks#MAX_CLOCK} is invalid ({@link Outcome#invalidClock()}), which keeps
+ * 0 free to mean absent. The sliding window's start is a multiple of its window, so on a clock under one
+ * window it is 0 while its counts are not: for it, only all three words zero is absent.
+ *
+ * <h2>States from the future</h2>
+ * A state further ahead of the clock than its policy could have written it at any reading within
+ * {@link Checks#CLOCK_TOLERANCE_MICROS} ({@link #tooFarAhead}) is not one Sluice wrote: every step
+ * refuses it as {@link Outcome#corrupt()} and writes nothing.
  * <table>
  *   <caption>state[0..2] per algorithm</caption>
  *   <tr><th>algorithm</th><th>[0]</th><th>[1]</th><th>[2]</th></tr>
@@ -55,8 +63,7 @@ public final class ReferenceModel {
 
   /** Tries to spend {@code permits} (already validated: 1..limit) at {@code now}. */
   public static void acquire(Algorithm alg, long[] st, long now, long permits, Outcome out) {
-    if (now <= 0) {
-      out.invalid();
+    if (unusable(alg, st, now, out)) {
       return;
     }
     step(alg, st, now, permits, out, true);
@@ -64,11 +71,40 @@ public final class ReferenceModel {
 
   /** What an acquire of one permit would decide at {@code now}, without changing the state. */
   public static void peek(Algorithm alg, long[] st, long now, Outcome out) {
-    if (now <= 0) {
-      out.invalid();
+    if (unusable(alg, st, now, out)) {
       return;
     }
     step(alg, st, now, 1, out, false);
+  }
+
+  /** Sets {@code out} invalid or corrupt and returns true when no step may run at {@code now}. */
+  private static boolean unusable(Algorithm alg, long[] st, long now, Outcome out) {
+    if (!Checks.validClock(now)) {
+      out.invalid();
+      return true;
+    }
+    if (tooFarAhead(alg, st, now)) {
+      out.corrupted();
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Whether {@code st} lies further ahead of {@code now} than {@code alg} could have written it at a
+   * reading at most {@link Checks#CLOCK_TOLERANCE_MICROS} after {@code now}: a window start, a bucket's
+   * last update at most a capacity's refill after it (a bucket in settlement debt), a log entry at most
+   * the reading, a GCRA arrival time at most two bursts' drain ({@code 2 * burst * period / rate},
+   * settlement debt included) after it; each rounded up by 1 us, the same on every backend.
+   */
+  public static boolean tooFarAhead(Algorithm alg, long[] st, long now) {
+    long horizon = Checks.CLOCK_TOLERANCE_MICROS;
+    if (alg instanceof Gcra g) {
+      horizon += 2 * (g.burst() * g.periodMicros() / g.rate()) + 1; // a TAT with settlement debt (at most 2 bursts)
+    } else if (alg instanceof TokenBucket tb) {
+      horizon += tb.capacity() * tb.refillPeriodMicros() / tb.refillTokens() + 1; // a bucket a capacity in debt
+    }
+    return st[0] - now > horizon;
   }
 
   private static void step(Algorithm alg, long[] st, long now, long n, Outcome out, boolean charge) {
@@ -118,8 +154,7 @@ public final class ReferenceModel {
    * {@link Outcome#wrote()} tells whether anything changed; the other fields are a peek's after it.
    */
   public static void settle(Algorithm alg, long[] st, long now, long delta, long stamp, Outcome out) {
-    if (now <= 0) {
-      out.invalid();
+    if (unusable(alg, st, now, out)) {
       return;
     }
     boolean wrote;
@@ -169,12 +204,24 @@ public final class ReferenceModel {
         st[1] = Math.min(full, k * r + b2);
       }
     } else if (alg instanceof Gcra g) {
-      long debt = gcraDebt(g, st, now);
-      long d2 = delta < 0 ? Math.max(0, debt + delta * g.periodMicros())
-          : charge(debt, delta * g.periodMicros(), debtCeiling(g.burst() * g.periodMicros(), 1));
-      wrote = d2 != debt;
-      if (wrote) {
-        setDebt(g, st, now, d2);
+      long ceiling = debtCeiling(g.burst() * g.periodMicros(), 1);
+      if (delta < 0 && debtOverCap(g, st, now)) {
+        // a clock behind the state: TAT' = now + (debt - n P) / Q = TAT + floorDiv(frac - n P, Q),
+        // without forming the debt
+        long x = st[1] + delta * g.periodMicros();
+        long whole = st[0] + Math.floorDiv(x, g.rate());
+        wrote = true;
+        st[0] = Math.max(now, whole);
+        st[1] = whole < now ? 0 : Math.floorMod(x, g.rate());
+      } else if (delta > 0 && st[0] != 0 && st[0] - now > ceiling / g.rate() + 1) {
+        wrote = false; // the debt is past its ceiling (a clock behind the state): nothing more to charge
+      } else {
+        long debt = gcraDebt(g, st, now);
+        long d2 = delta < 0 ? Math.max(0, debt + delta * g.periodMicros()) : charge(debt, delta * g.periodMicros(), ceiling);
+        wrote = d2 != debt;
+        if (wrote) {
+          setDebt(g, st, now, d2);
+        }
       }
     } else {
       throw noLog();
@@ -219,13 +266,14 @@ public final class ReferenceModel {
    * absent state.
    */
   public static long expiresAt(Algorithm alg, long[] st) {
+    if (alg instanceof SlidingWindow sw) {
+      return st[0] == 0 && st[1] == 0 && st[2] == 0 ? 0 : st[0] + 2 * sw.windowMicros();
+    }
     if (st[0] == 0) {
       return 0;
     }
     if (alg instanceof FixedWindow fw) {
       return st[0] + fw.windowMicros();
-    } else if (alg instanceof SlidingWindow sw) {
-      return st[0] + 2 * sw.windowMicros();
     } else if (alg instanceof TokenBucket tb) {
       return st[0] + ceilDiv(tb.capacity() * tb.refillPeriodMicros() - st[1], tb.refillTokens());
     } else if (alg instanceof Gcra) {
@@ -266,6 +314,8 @@ public final class ReferenceModel {
   // Sliding window (two-window weighted counter), W = window, windows start at multiples of W.
   //   normalise to now: the current window a = now - now mod W; a state one window back becomes
   //   [a, 0, cur]; older becomes [a, 0, 0]; a state ahead of the clock is kept, with elapsed 0.
+  //   (No "absent" case: all zeros normalises to [a, 0, 0]; a start of 0 with counts is the window
+  //   [0, W) of a clock under one window.)
   //   e        = max(0, now - start)
   //   estimate = cur + ceil(prev * (W - e) / W)          (rounded up: never weaker than exact)
   //   allow    iff estimate + n <= L; writes [start, cur + n, prev]
@@ -280,7 +330,7 @@ public final class ReferenceModel {
     long s0 = st[0], s1 = st[1], s2 = st[2];
     long start, cur, prev;
     long a = now - Math.floorMod(now, w);
-    if (s0 == 0 || s0 + w < a) {
+    if (s0 + w < a) {
       start = a; cur = 0; prev = 0;
     } else if (s0 + w == a) {
       start = a; cur = 0; prev = s1;
@@ -318,7 +368,7 @@ public final class ReferenceModel {
 
   private static void normalizeSliding(long w, long[] st, long now) {
     long a = now - Math.floorMod(now, w);
-    if (st[0] == 0 || st[0] + w < a) {
+    if (st[0] + w < a) {
       st[0] = a; st[1] = 0; st[2] = 0;
     } else if (st[0] + w == a) {
       st[2] = st[1]; st[1] = 0; st[0] = a;
@@ -376,13 +426,21 @@ public final class ReferenceModel {
   //   allow iff debt + n P <= cap; then TAT' = now + (debt + n P) / Q, kept as [whole, remainder]
   //   remaining = floor((cap - debt(after)) / P); resetAt = now + ceil(debt(after) / Q)
   //   retryAfter = ceil((debt + n P - cap) / Q)
+  //   A clock behind the state by more than cap / Q (debt over cap, which (tat - now) Q could take
+  //   past any integer range): refused, remaining 0, resetAt = tat + ceil(frac / Q),
+  //   retryAfter = (tat - now) + ceil((frac + n P - cap) / Q): the same numbers, without the debt.
   // ---------------------------------------------------------------------------------------------
   private static void gcra(Gcra g, long[] st, long now, long n, Outcome out, boolean charge) {
     long p = g.periodMicros();
     long q = g.rate();
     long cap = g.burst() * p;
-    long debt = gcraDebt(g, st, now);
     long need = n * p;
+    if (debtOverCap(g, st, now)) {
+      long ahead = st[0] - now;
+      out.set(false, 0, st[0] + ceilDiv(st[1], q), ahead + ceilDiv(st[1] + need - cap, q), 0, false);
+      return;
+    }
+    long debt = gcraDebt(g, st, now);
     if (debt + need <= cap) {
       long after = charge ? debt + need : debt;
       if (charge) {
@@ -392,6 +450,11 @@ public final class ReferenceModel {
     } else {
       out.set(false, (cap - debt) / p, now + ceilDiv(debt, q), ceilDiv(debt + need - cap, q), 0, false);
     }
+  }
+
+  /** Whether the arrival time is more than cap / Q ahead of now, which puts the debt over cap. */
+  private static boolean debtOverCap(Gcra g, long[] st, long now) {
+    return st[0] != 0 && st[0] - now > g.burst() * g.periodMicros() / g.rate();
   }
 
   private static long gcraDebt(Gcra g, long[] st, long now) {

@@ -54,8 +54,7 @@ public final class SlidingLogState {
    * it at the same instant), never past twice the limit logged in the window.
    */
   public void settle(SlidingLog sl, long now, long delta, long stamp, Outcome out) {
-    if (now <= 0) {
-      out.invalid();
+    if (unusable(now, out)) {
       return;
     }
     prune(sl, now);
@@ -97,9 +96,24 @@ public final class SlidingLogState {
     total = 0;
   }
 
-  private void step(SlidingLog sl, long now, long n, Outcome out, boolean charge) {
-    if (now <= 0) {
+  /**
+   * Invalid clock, or a newest entry further ahead of {@code now} than the clock tolerance
+   * ({@link dev.sluice.model.ReferenceModel#tooFarAhead}): no step runs.
+   */
+  private boolean unusable(long now, Outcome out) {
+    if (!dev.sluice.internal.Checks.validClock(now)) {
       out.invalid();
+      return true;
+    }
+    if (size > 0 && times[idx(size - 1)] - now > dev.sluice.internal.Checks.CLOCK_TOLERANCE_MICROS) {
+      out.corrupted();
+      return true;
+    }
+    return false;
+  }
+
+  private void step(SlidingLog sl, long now, long n, Outcome out, boolean charge) {
+    if (unusable(now, out)) {
       return;
     }
     prune(sl, now);

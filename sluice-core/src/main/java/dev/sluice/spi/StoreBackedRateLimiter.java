@@ -36,7 +36,7 @@ import java.util.function.BiConsumer;
  *   <li>validation of keys, policies and permits ({@link Checks}), with the backend's own
  *       {@link #compile} rule for what it can run; per-call override policies compiled once
  *       (at most {@value #MAX_CACHED_PLANS} kept);
- *   <li>the clock: a supplied {@link Ticker} read once per call and refused outside (0, 2^52] us as
+ *   <li>the clock: a supplied {@link Ticker} read once per call and refused outside 1..2^52 - 2^49 us as
  *       {@link Reason#INVALID_CLOCK}, or {@link #STORE_CLOCK} for a store that reads its own;
  *   <li>the deadline of every call ({@code timeout}), also on the asynchronous path, where a timer
  *       wheel ({@link DeadlineTimer}) completes the decision, off the timer's thread, and cancels the
@@ -398,9 +398,9 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     return cached;
   }
 
-  /** The store's own clock, or a supplied reading in (0, 2^52] us (the year 2112). */
+  /** The store's own clock, or a supplied reading in 1..2^52 - 2^49 us (the year 2094). */
   private boolean plausible(long now) {
-    return ticker == null ? now == STORE_CLOCK : now > 0 && now <= Checks.MAX_EXACT;
+    return ticker == null ? now == STORE_CLOCK : Checks.validClock(now);
   }
 
   private Decision decide(P plan, Policy p, Step step, String key, long permits, long now) {
@@ -791,7 +791,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
 
     /**
      * Decide on this clock (epoch microseconds) instead of the store's own (where the store has
-     * one). Readings must lie in (0, 2^52] (until the year 2112); others are refused with
+     * one). Readings must lie in 1..2^52 - 2^49 (until the year 2094); others are refused with
      * {@link Reason#INVALID_CLOCK}.
      */
     public B ticker(Ticker ticker) {

@@ -58,7 +58,7 @@ import java.util.concurrent.locks.LockSupport;
  *       key is exactly what an attacker flooding it would want).
  *   <li>A record that is not what this engine writes: refused with {@link Reason#CORRUPT_STATE}, always
  *       closed; {@link #reset} deletes it; {@link #sweep} keeps and reports it.
- *   <li>A clock reading that is not positive, above 2^52 microseconds (the year 2112), or behind the
+ *   <li>A clock reading that is not positive, above 2^52 - 2^49 microseconds (the year 2094), or behind the
  *       record's last write by more than {@code clockTolerance}: refused with
  *       {@link Reason#INVALID_CLOCK}, always closed.
  *   <li>{@link dev.sluice.spi.StoreException} or any other exception from the store:
@@ -261,7 +261,7 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
   }
 
   private static StepResult result(Outcome out) {
-    return StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), out.stamp(), out.wrote());
+    return StepResult.of(out);
   }
 
   /**
@@ -306,8 +306,8 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
   public SweepResult sweep(Policy policy) {
     Checks.notNull("policy", policy);
     long now = ticker.nowMicros();
-    if (now <= 0 || now > Checks.MAX_EXACT) {
-      throw new IllegalStateException("clock reading " + now + " us is not plausible (it must be in 1..2^52); "
+    if (!Checks.validClock(now)) {
+      throw new IllegalStateException("clock reading " + now + " us is not plausible (it must be in 1..2^52 - 2^49); "
           + "sweep cannot judge expiry with it");
     }
     Algorithm alg = policy.algorithm();
@@ -423,6 +423,10 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
       st[0] = 0;
       st[1] = 0;
       st[2] = 0;
+    }
+    if (meta[0] - now > Checks.CLOCK_TOLERANCE_MICROS || (kind == StateFormat.OK && ReferenceModel.tooFarAhead(alg, st, now))) {
+      return StepResult.corrupt("record " + id + " lies further ahead of the clock than any reading within "
+          + "Checks.CLOCK_TOLERANCE_MICROS could have written it");
     }
     if (now < meta[0] - toleranceMicros) {
       return StepResult.invalidClock("clock reading " + now + " us is behind the record's last write by more than the tolerance");

@@ -217,12 +217,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   }
 
   private String tenantValue() {
-    String t = tenant.get();
-    if (t == null || t.isBlank()) {
-      throw new IllegalArgumentException("tenant " + (t == null ? "null" : Checks.quote(t))
-          + " is blank; tenant mode needs the current tenant from the supplier given to tenant(...)");
-    }
-    return t;
+    return Checks.tenant(tenant.get());
   }
 
   /** A validated administrative call of {@code op} on {@code key}, at the ticker's time (at least 1) or the server's. */

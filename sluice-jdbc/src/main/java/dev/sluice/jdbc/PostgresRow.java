@@ -15,24 +15,32 @@ final class PostgresRow {
 
   /**
    * The rule as SQL over a row {@code $r}, with the core's bounds substituted once: state words are
-   * at most {@link Checks#MAX_EXACT} (2^52, as in the versioned store's state format), windows and
-   * periods at least {@link Checks#MIN_WINDOW_MICROS} and at most 2^52, products at most 2^52 (the
-   * checks of the {@link Algorithm} records).
+   * at most {@link Checks#MAX_STATE_WORD} (2^52, as in the versioned store's state format), windows
+   * and periods {@link Checks#MIN_WINDOW_MICROS}..{@link Checks#MAX_WINDOW_MICROS}, and a pinned
+   * configuration within every bound of the {@link Algorithm} records (counts and products at most
+   * {@link Checks#MAX_EXACT}, a refill or a burst's drain under {@link Checks#MAX_AHEAD}). CASE
+   * orders the checks so that no product or division is evaluated before its operands are bounded.
    */
   private static final String WELL_FORMED = """
       ($r.alg BETWEEN $FIXED AND $GCRA
-       AND $r.s0 BETWEEN 0 AND $MAX AND $r.s1 BETWEEN 0 AND $MAX AND $r.s2 BETWEEN 0 AND $MAX
-       AND ($r.s0 <> 0 OR ($r.s1 = 0 AND $r.s2 = 0))
+       AND $r.s0 BETWEEN 0 AND $WORD AND $r.s1 BETWEEN 0 AND $WORD AND $r.s2 BETWEEN 0 AND $WORD
+       AND ($r.s0 <> 0 OR $r.alg = $SLIDING OR ($r.s1 = 0 AND $r.s2 = 0))
        AND ($r.alg = $SLIDING OR $r.s2 = 0)
        AND (NOT $r.pinned OR CASE $r.alg
-         WHEN $FIXED THEN $r.p1 >= 1 AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX
-         WHEN $SLIDING THEN $r.p1 >= 1 AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX AND $r.p1 <= $MAX / $r.p2
-         WHEN $BUCKET THEN $r.p1 >= 1 AND $r.p2 >= 1 AND $r.p3 BETWEEN $MIN_WINDOW AND $MAX AND $r.p1 <= $MAX / $r.p3
-         ELSE $r.p1 >= 1 AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX AND $r.p3 >= 1 AND $r.p3 <= $MAX / $r.p2
+         WHEN $FIXED THEN $r.p1 BETWEEN 1 AND $MAX AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX_WINDOW
+         WHEN $SLIDING THEN CASE WHEN $r.p1 >= 1 AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX_WINDOW
+           THEN $r.p1 <= $MAX / $r.p2 ELSE false END
+         WHEN $BUCKET THEN CASE WHEN $r.p1 >= 1 AND $r.p2 BETWEEN 1 AND $MAX AND $r.p3 BETWEEN $MIN_WINDOW AND $MAX_WINDOW
+           THEN CASE WHEN $r.p1 <= $MAX / $r.p3 THEN $r.p1 * $r.p3 / $r.p2 < $AHEAD ELSE false END ELSE false END
+         ELSE CASE WHEN $r.p1 >= 1 AND $r.p2 BETWEEN $MIN_WINDOW AND $MAX_WINDOW AND $r.p3 >= 1
+           THEN CASE WHEN $r.p3 <= $MAX / $r.p2 THEN $r.p1 <= $MAX - $r.p3 * $r.p2 AND $r.p3 * $r.p2 / $r.p1 < $AHEAD
+             ELSE false END ELSE false END
        END))"""
       .replace("$FIXED", Integer.toString(ALG_FIXED)).replace("$SLIDING", Integer.toString(ALG_SLIDING))
       .replace("$BUCKET", Integer.toString(ALG_BUCKET)).replace("$GCRA", Integer.toString(ALG_GCRA))
-      .replace("$MIN_WINDOW", Long.toString(Checks.MIN_WINDOW_MICROS)).replace("$MAX", Long.toString(Checks.MAX_EXACT))
+      .replace("$MIN_WINDOW", Long.toString(Checks.MIN_WINDOW_MICROS)).replace("$MAX_WINDOW", Long.toString(Checks.MAX_WINDOW_MICROS))
+      .replace("$MAX", Long.toString(Checks.MAX_EXACT)).replace("$WORD", Long.toString(Checks.MAX_STATE_WORD))
+      .replace("$AHEAD", Long.toString(Checks.MAX_AHEAD))
       .replace("\n", " ");
 
   private PostgresRow() {}
@@ -94,8 +102,9 @@ final class PostgresRow {
 
   /**
    * The one rule of a row Sluice wrote, as a SQL predicate over the row alias {@code r}: a known
-   * algorithm; state words in [0, 2^52]; an absent state all zeros; the third word used only by the
-   * sliding window; and a pinned configuration that the core's {@link Algorithm} records accept. The
+   * algorithm; state words in [0, 2^52]; an absent state all zeros (the sliding window's start may be
+   * 0 with counts, on a clock under one window); the third word used only by the sliding window; and a
+   * pinned configuration that the core's {@link Algorithm} records accept. The
    * statements apply it to the row they lock and return its verdict on the row their snapshot saw
    * ({@code cur_ok}); the sweep reads it for each expired row. Java has no copy of it.
    */

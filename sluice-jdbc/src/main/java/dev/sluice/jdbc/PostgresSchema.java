@@ -22,11 +22,26 @@ final class PostgresSchema {
 
   private PostgresSchema() {}
 
-  /** The DDL for {@code table} (tenant mode adds row-level security). */
+  /**
+   * The DDL for {@code table}, plain or {@code schema.table} (tenant mode adds row-level security). A
+   * row-level security policy belongs to its table and its name is never qualified, and
+   * {@code pg_policies} names the table and its schema apart (folded to lower case, as unquoted
+   * identifiers are): the tenant DDL gets the bare name for both and the schema (or
+   * {@code current_schema()}) for the lookup.
+   */
   static String ddl(String table, boolean tenantMode) {
     checkTable(table);
-    String ddl = resource("schema.sql") + (tenantMode ? "\n" + resource("schema-tenant.sql") : "");
-    return ddl.replace(JdbcRateLimiter.DEFAULT_TABLE, table);
+    String d = JdbcRateLimiter.DEFAULT_TABLE;
+    int dot = table.indexOf('.');
+    String bare = table.substring(dot + 1);
+    // unquoted identifiers fold to lower case, which is how pg_policies lists them
+    String schema = dot < 0 ? "current_schema()" : "'" + table.substring(0, dot).toLowerCase(java.util.Locale.ROOT) + "'";
+    String lower = bare.toLowerCase(java.util.Locale.ROOT);
+    String ddl = resource("schema.sql") + (tenantMode ? "\n" + resource("schema-tenant.sql")
+        .replace("tablename = '" + d + "'", "schemaname = " + schema + " AND tablename = '" + lower + "'")
+        .replace("'" + d + "_tenant'", "'" + lower + "_tenant'")
+        .replace("POLICY " + d + "_tenant", "POLICY " + bare + "_tenant") : "");
+    return ddl.replace(d, table);
   }
 
   /** Runs the DDL in one transaction, serialized across processes by a transaction-scoped advisory lock. */

@@ -6,6 +6,7 @@ import static dev.sluice.jdbc.PostgresRow.ALG_GCRA;
 import static dev.sluice.jdbc.PostgresRow.ALG_SLIDING;
 import static dev.sluice.jdbc.PostgresRow.wellFormed;
 
+import dev.sluice.internal.Checks;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -241,8 +242,9 @@ final class PostgresSql {
   }
 
   /**
-   * One sweep batch read: expired, unpinned rows after the cursor, in primary-key order (a range scan
-   * of the one index), with whether each is well-formed.
+   * One sweep batch read: expired, unpinned rows, and pinned rows that are not well-formed (kept, as
+   * every pinned row is, but counted as malformed), after the cursor, in primary-key order (a range
+   * scan of the one index), with whether each is well-formed.
    */
   Bound sweepRead() {
     String scope = tenantMode ? "tenant = " + tenant() + " AND " : "";
@@ -250,7 +252,7 @@ final class PostgresSql {
         + "WITH c AS (SELECT " + now() + " AS now)\n"
         + "SELECT r.tenant, r.policy_id, r.key_id, r.version, " + wellFormed("r") + " AS ok FROM " + table + " AS r, c\n"
         + "WHERE " + scope + "(r.tenant, r.policy_id, r.key_id) > ({ctenant}, {cpid}, {ckid})"
-        + " AND r.expires_at < c.now AND NOT r.pinned\n"
+        + " AND ((r.expires_at < c.now AND NOT r.pinned) OR (r.pinned AND NOT " + wellFormed("r") + "))\n"
         + "ORDER BY r.tenant, r.policy_id, r.key_id LIMIT {limit}";
     return new Bound(sql);
   }
@@ -342,18 +344,19 @@ final class PostgresSql {
       case ALG_FIXED:
         // live = start != 0 && now - start < W; start = live ? s0 : now; count = live ? s1 : 0
         return "SELECT f.start AS s0, f.cnt + f.n AS s1, 0::bigint AS s2, f.start + f.p2 AS exp,"
-            + " f.cnt + f.n <= f.p1 AS ok, f.p1, f.p2, f.p3 FROM"
+            + " f.cnt + f.n <= f.p1 AND " + notAhead("f", alg) + " AS ok, f.p1, f.p2, f.p3 FROM"
             + " (SELECT e.*, CASE WHEN e.s0 <> 0 AND e.now - e.s0 < e.p2 THEN e.s0 ELSE e.now END AS start,"
             + " CASE WHEN e.s0 <> 0 AND e.now - e.s0 < e.p2 THEN e.s1 ELSE 0 END AS cnt FROM (" + l1 + ") e) f";
       case ALG_SLIDING:
         // a = now - now mod W; normalise (start, cur, prev); estimate = cur + ceil(prev (W - e) / W)
         return "SELECT g.start AS s0, g.cur + g.n AS s1, g.prev AS s2, g.start + 2 * g.p2 AS exp,"
             + " g.cur + (CASE WHEN g.prev = 0 THEN 0 ELSE " + ceilDiv("g.prev * (g.p2 - GREATEST(0, g.now - g.start))", "g.p2")
-            + " END) + g.n <= g.p1 AS ok, g.p1, g.p2, g.p3 FROM" + slidingNormalized(l1) + " g";
+            + " END) + g.n <= g.p1 AND " + notAhead("g", alg) + " AS ok, g.p1, g.p2, g.p3 FROM" + slidingNormalized(l1) + " g";
       case ALG_BUCKET:
         // full = C P; t = max(now, last); s = refill; allow iff s >= n P
         return "SELECT g.t AS s0, g.s - g.need AS s1, 0::bigint AS s2,"
-            + " g.t + " + ceilDiv("g.cap - (g.s - g.need)", "g.p2") + " AS exp, g.s >= g.need AS ok, g.p1, g.p2, g.p3 FROM"
+            + " g.t + " + ceilDiv("g.cap - (g.s - g.need)", "g.p2") + " AS exp, g.s >= g.need AND " + notAhead("g", alg)
+            + " AS ok, g.p1, g.p2, g.p3 FROM"
             + " (SELECT f.*, CASE WHEN f.s0 = 0 THEN f.now ELSE GREATEST(f.now, f.s0) END AS t, "
             + bucketRefill("f") + " AS s, f.n * f.p3 AS need FROM"
             + " (SELECT e.*, e.p1 * e.p3 AS cap FROM (" + l1 + ") e) f) g";
@@ -361,7 +364,7 @@ final class PostgresSql {
         // debt = max(0, (tat - now) Q + frac); allow iff debt + n P <= B P; TAT' = now + after / Q
         return "SELECT g.now + g.after / g.p1 AS s0, g.after % g.p1 AS s1, 0::bigint AS s2,"
             + " g.now + g.after / g.p1 + (CASE WHEN g.after % g.p1 > 0 THEN 1 ELSE 0 END) AS exp,"
-            + " g.after <= g.p3 * g.p2 AS ok, g.p1, g.p2, g.p3 FROM"
+            + " g.after <= g.p3 * g.p2 AND " + notAhead("g", alg) + " AS ok, g.p1, g.p2, g.p3 FROM"
             + " (SELECT f.*, f.debt + f.n * f.p2 AS after FROM (SELECT e.*, " + gcraDebt("e") + " AS debt FROM (" + l1 + ") e) f) g";
       default:
         throw new IllegalArgumentException("algorithm code " + alg);
@@ -373,14 +376,23 @@ final class PostgresSql {
     switch (alg) {
       case ALG_FIXED:
         return "SELECT e.s0 AS s0, GREATEST(0, e.s1 - e.n) AS s1, e.s2 AS s2, e.s0 + e.p2 AS exp,"
-            + " (e.s0 <> 0 AND e.now - e.s0 < e.p2 AND e.s0 = e.stamp AND e.s1 > 0) AS ok FROM (" + l1 + ") e";
+            + " (e.s0 <> 0 AND e.now - e.s0 < e.p2 AND e.s0 = e.stamp AND e.s1 > 0 AND " + notAhead("e", alg) + ") AS ok FROM (" + l1 + ") e";
       case ALG_SLIDING:
         return "SELECT g.start AS s0, GREATEST(0, g.cur - g.n) AS s1, g.prev AS s2, g.start + 2 * g.p2 AS exp,"
-            + " (g.start = g.stamp AND g.cur > 0) AS ok FROM" + slidingNormalized(l1) + " g";
+            + " (g.start = g.stamp AND g.cur > 0 AND " + notAhead("g", alg) + ") AS ok FROM" + slidingNormalized(l1) + " g";
       case ALG_BUCKET:
         return bucketSettle(l1, "-");
       case ALG_GCRA:
-        return gcraSettle(l1, "GREATEST(0, f.debt - f.n * f.p2)");
+        // a debt over cap (the clock behind TAT by more than cap / Q) is paid back without forming it:
+        // TAT' = TAT + floorDiv(frac - n P, Q), or now when that is behind it
+        return "SELECT h.t0 AS s0, h.t1 AS s1, 0::bigint AS s2, h.t0 + (CASE WHEN h.t1 > 0 THEN 1 ELSE 0 END) AS exp,"
+            + " (h.over OR h.debt > 0) AND " + notAhead("h", alg) + " AS ok FROM"
+            + " (SELECT g.*,"
+            + " CASE WHEN NOT g.over THEN g.now + g.d2 / g.p1 WHEN g.whole < g.now THEN g.now ELSE g.whole END AS t0,"
+            + " CASE WHEN NOT g.over THEN g.d2 % g.p1 WHEN g.whole < g.now THEN 0 ELSE g.x - " + floorDiv("g.x", "g.p1") + " * g.p1 END AS t1"
+            + " FROM (SELECT f.*, GREATEST(0, f.debt - f.n * f.p2) AS d2, f.s1 - f.n * f.p2 AS x,"
+            + " f.s0 + " + floorDiv("f.s1 - f.n * f.p2", "f.p1") + " AS whole FROM"
+            + " (SELECT e.*, " + gcraOver("e") + " AS over, " + gcraDebt("e") + " AS debt FROM (" + l1 + ") e) f) g) h";
       default:
         throw new IllegalArgumentException("algorithm code " + alg);
     }
@@ -395,18 +407,19 @@ final class PostgresSql {
       case ALG_FIXED:
         // charged to the live window, else to a window opened now; never past the debt ceiling
         return "SELECT f.start AS s0, f.c1 AS s1, 0::bigint AS s2, f.start + f.p2 AS exp,"
-            + " (NOT f.live OR f.c1 <> f.s1) AS ok, f.p1, f.p2, f.p3 FROM"
+            + " (NOT f.live OR f.c1 <> f.s1) AND " + notAhead("f", alg) + " AS ok, f.p1, f.p2, f.p3 FROM"
             + " (SELECT d.*, CASE WHEN d.live THEN d.s0 ELSE d.now END AS start,"
             + " CASE WHEN d.live THEN " + charge("d.s1", "d.n", debtCeiling("d.p1", "1")) + " ELSE LEAST(d.n, "
             + debtCeiling("d.p1", "1") + ") END AS c1 FROM"
             + " (SELECT e.*, (e.s0 <> 0 AND e.now - e.s0 < e.p2) AS live FROM (" + l1 + ") e) d) f";
       case ALG_SLIDING:
-        return "SELECT h.start AS s0, h.c1 AS s1, h.prev AS s2, h.start + 2 * h.p2 AS exp, h.c1 <> h.cur AS ok, h.p1, h.p2, h.p3 FROM"
+        return "SELECT h.start AS s0, h.c1 AS s1, h.prev AS s2, h.start + 2 * h.p2 AS exp, h.c1 <> h.cur AND " + notAhead("h", alg)
+            + " AS ok, h.p1, h.p2, h.p3 FROM"
             + " (SELECT g.*, " + charge("g.cur", "g.n", debtCeiling("g.p1", "g.p2")) + " AS c1 FROM" + slidingNormalized(l1) + " g) h";
       case ALG_BUCKET:
         return bucketSettle(l1, "");
       case ALG_GCRA:
-        return gcraSettle(l1, charge("f.debt", "f.n * f.p2", debtCeiling("f.p3 * f.p2", "1")));
+        return gcraOverrun(l1);
       default:
         throw new IllegalArgumentException("algorithm code " + alg);
     }
@@ -422,18 +435,28 @@ final class PostgresSql {
         + " WHEN d.s0 - d.now >= " + ceilDiv("d.s1 + d.cap", "d.p2") + " THEN -d.cap ELSE d.s1 - (d.s0 - d.now) * d.p2 END";
     return "SELECT h.s0, h.s1, 0::bigint AS s2, h.s0 + " + ceilDiv("h.cap - h.s1", "h.p2") + " AS exp, h.ok, h.p1, h.p2, h.p3 FROM"
         + " (SELECT g.p1, g.p2, g.p3, g.cap, CASE WHEN g.b2 >= 0 THEN g.now ELSE g.now + g.k END AS s0,"
-        + " CASE WHEN g.b2 >= 0 THEN g.b2 ELSE LEAST(g.cap, g.k * g.p2 + g.b2) END AS s1, g.b2 <> g.b AS ok FROM"
+        + " CASE WHEN g.b2 >= 0 THEN g.b2 ELSE LEAST(g.cap, g.k * g.p2 + g.b2) END AS s1, g.b2 <> g.b AND "
+        + notAhead("g", ALG_BUCKET) + " AS ok FROM"
         + " (SELECT f.*, CASE WHEN f.b2 >= 0 THEN 0 ELSE " + ceilDiv("-f.b2", "f.p2") + " END AS k FROM"
         + " (SELECT b.*, GREATEST(-b.cap, LEAST(b.cap, b.b - (" + sign + "b.n) * b.p3)) AS b2 FROM"
         + " (SELECT d.*, " + balance + " AS b FROM"
         + " (SELECT e.*, e.p1 * e.p3 AS cap FROM (" + l1 + ") e) d) b) f) g) h";
   }
 
-  /** GCRA's refund or overrun: the debt {@code d2} (over layer f: the step's layer with its debt) encoded as a TAT. */
-  private static String gcraSettle(String l1, String d2) {
+  /**
+   * GCRA's overrun: the debt charged up to its ceiling and encoded as a TAT. A TAT further ahead than
+   * the ceiling's drain (a clock behind the state) is already past it: nothing is charged, and the
+   * debt, which could overflow, is never formed ({@code ReferenceModel.settle}).
+   */
+  private static String gcraOverrun(String l1) {
+    String ceiling = debtCeiling("e.p3 * e.p2", "1");
     return "SELECT g.now + g.d2 / g.p1 AS s0, g.d2 % g.p1 AS s1, 0::bigint AS s2,"
-        + " g.now + g.d2 / g.p1 + (CASE WHEN g.d2 % g.p1 > 0 THEN 1 ELSE 0 END) AS exp, g.d2 <> g.debt AS ok, g.p1, g.p2, g.p3 FROM"
-        + " (SELECT f.*, " + d2 + " AS d2 FROM (SELECT e.*, " + gcraDebt("e") + " AS debt FROM (" + l1 + ") e) f) g";
+        + " g.now + g.d2 / g.p1 + (CASE WHEN g.d2 % g.p1 > 0 THEN 1 ELSE 0 END) AS exp,"
+        + " NOT g.far AND g.d2 <> g.debt AND " + notAhead("g", ALG_GCRA) + " AS ok, g.p1, g.p2, g.p3 FROM"
+        + " (SELECT f.*, CASE WHEN f.far THEN f.debt ELSE " + charge("f.debt", "f.n * f.p2", "f.ceiling") + " END AS d2 FROM"
+        + " (SELECT e.*, " + ceiling + " AS ceiling, (e.s0 <> 0 AND e.s0 - e.now > " + ceiling + " / e.p1 + 1) AS far,"
+        + " CASE WHEN e.s0 <> 0 AND e.s0 - e.now > " + ceiling + " / e.p1 + 1 THEN 0 ELSE " + gcraDebt("e") + " END AS debt"
+        + " FROM (" + l1 + ") e) f) g";
   }
 
   /** {@code ReferenceModel.debtCeiling(limit, unit)}, with 2^52 substituted from {@code Checks.MAX_EXACT}. */
@@ -449,10 +472,12 @@ final class PostgresSql {
   }
 
   private static String slidingNormalized(String l1) {
+    // no "absent" case: all zeros normalises to (a, 0, 0); a start of 0 with counts is the window
+    // [0, W) of a clock under one window
     return " (SELECT f.*,"
-        + " CASE WHEN f.s0 = 0 OR f.s0 + f.p2 <= f.a THEN f.a ELSE f.s0 END AS start,"
-        + " CASE WHEN f.s0 = 0 OR f.s0 + f.p2 <= f.a THEN 0 ELSE f.s1 END AS cur,"
-        + " CASE WHEN f.s0 = 0 OR f.s0 + f.p2 < f.a THEN 0 WHEN f.s0 + f.p2 = f.a THEN f.s1 ELSE f.s2 END AS prev"
+        + " CASE WHEN f.s0 + f.p2 <= f.a THEN f.a ELSE f.s0 END AS start,"
+        + " CASE WHEN f.s0 + f.p2 <= f.a THEN 0 ELSE f.s1 END AS cur,"
+        + " CASE WHEN f.s0 + f.p2 < f.a THEN 0 WHEN f.s0 + f.p2 = f.a THEN f.s1 ELSE f.s2 END AS prev"
         + " FROM (SELECT e.*, e.now - e.now % e.p2 AS a FROM (" + l1 + ") e) f)";
   }
 
@@ -463,8 +488,30 @@ final class PostgresSql {
         + " ELSE " + f + ".s1 + (" + f + ".now - " + f + ".s0) * " + f + ".p2 END";
   }
 
+  /**
+   * The GCRA debt; over cap (TAT more than cap / Q ahead, where (tat - now) Q could overflow bigint)
+   * it stands at cap + 1, which refuses every request: the caller computes the refusal's numbers with
+   * the model, and the refund pays such a debt back by {@link #gcraOver}.
+   */
   private static String gcraDebt(String e) {
-    return "CASE WHEN " + e + ".s0 = 0 OR " + e + ".s0 < " + e + ".now THEN 0 ELSE (" + e + ".s0 - " + e + ".now) * " + e + ".p1 + " + e + ".s1 END";
+    return "CASE WHEN " + e + ".s0 = 0 OR " + e + ".s0 < " + e + ".now THEN 0 WHEN " + gcraOver(e) + " THEN " + e + ".p3 * " + e + ".p2 + 1"
+        + " ELSE (" + e + ".s0 - " + e + ".now) * " + e + ".p1 + " + e + ".s1 END";
+  }
+
+  /** Whether the GCRA arrival time is more than cap / Q ahead of now (ReferenceModel's debtOverCap). */
+  private static String gcraOver(String e) {
+    return "(" + e + ".s0 <> 0 AND " + e + ".s0 - " + e + ".now > " + e + ".p3 * " + e + ".p2 / " + e + ".p1)";
+  }
+
+  /**
+   * The state is not further ahead of now than its policy could have written it, plus the clock
+   * tolerance ({@code ReferenceModel.tooFarAhead}): a step over a state further ahead writes nothing,
+   * and the caller's model refuses it as corrupt.
+   */
+  private static String notAhead(String e, int alg) {
+    return "(" + e + ".s0 - " + e + ".now <= " + Checks.CLOCK_TOLERANCE_MICROS
+        + (alg == ALG_GCRA ? " + 2 * (" + e + ".p3 * " + e + ".p2 / " + e + ".p1) + 1"
+            : alg == ALG_BUCKET ? " + " + e + ".p1 * " + e + ".p3 / " + e + ".p2 + 1" : "") + ")";
   }
 
   /** Sets the JDBC parameter {@code index} to the value named {@code name}. */

@@ -102,6 +102,9 @@ final class PostgresStatements {
           }
         }
         ReferenceModel.acquire(eff.algorithm(), state(snap, eff), row.now(), call.permits, out);
+        if (out.corrupt() || out.invalidClock()) {
+          return StepResult.of(out);
+        }
         if (!out.allowed()) {
           return decided(StepResult.decided(false, out.remaining(), out.resetAt(), out.retryAfter(), 0, false), eff, call.policy);
         }
@@ -126,7 +129,8 @@ final class PostgresStatements {
       Policy eff = snap != null && snap.pinned() ? PostgresRow.pinnedPolicy(p, snap.alg(), snap.p1(), snap.p2(), snap.p3()) : p;
       Outcome out = new Outcome();
       ReferenceModel.peek(eff.algorithm(), state(snap, eff), row.now(), out);
-      return decided(StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), 0, false), eff, p);
+      return out.corrupt() || out.invalidClock() ? StepResult.of(out)
+          : decided(StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), 0, false), eff, p);
     }
   }
 

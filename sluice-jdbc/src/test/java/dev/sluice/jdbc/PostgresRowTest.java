@@ -33,7 +33,8 @@ class PostgresRowTest {
   @Test
   void aPinnedConfigurationIsWellFormedExactlyWhenTheCoresAlgorithmAcceptsIt() throws Exception {
     long w = Checks.MIN_WINDOW_MICROS;
-    long[] values = {-1, 0, 1, 2, w - 1, w, w + 1, 1L << 26, MAX / w, MAX / w + 1, MAX / 2, MAX - 1, MAX, MAX + 1};
+    long[] values = {-1, 0, 1, 2, 4, 5, 8, 9, w - 1, w, w + 1, 1L << 26, Checks.MAX_WINDOW_MICROS, Checks.MAX_WINDOW_MICROS + 1,
+        MAX / w, MAX / w + 1, MAX / 2, MAX - w, MAX - 1, MAX, MAX + 1};
     List<long[]> rows = new ArrayList<>();
     List<Boolean> accepted = new ArrayList<>();
     for (int alg = PostgresRow.ALG_FIXED; alg <= PostgresRow.ALG_GCRA; alg++) {
@@ -68,8 +69,10 @@ class PostgresRowTest {
         {PostgresRow.ALG_BUCKET, 0, 1, 2, 3, 1, -1, 0},
         {PostgresRow.ALG_BUCKET, 0, 1, 2, 3, 0, 1, 0}, // an absent state is all zeros
         {PostgresRow.ALG_BUCKET, 0, 1, 2, 3, 1, 1, 1}, // only the sliding window uses s2
-        {0, 0, 1, 2, 3, 1, 1, 0}, {5, 0, 1, 2, 3, 1, 1, 0}};
-    assertThat(verdicts(List.of(rows))).containsExactly(true, false, true, false, true, false, false, false, false, false, false);
+        {0, 0, 1, 2, 3, 1, 1, 0}, {5, 0, 1, 2, 3, 1, 1, 0},
+        {PostgresRow.ALG_SLIDING, 0, 1, 2, 0, 0, 3, 0}}; // a sliding window's start is 0 on a clock under one window
+    assertThat(verdicts(List.of(rows))).containsExactly(true, false, true, false, true, false, false, false, false, false, false,
+        true);
 
     // Through the limiter: a count of 2^52 is a (refused) state, one more is corrupt, whatever the failure mode.
     ManualTicker t = Ticker.manual(1_800_000_000_000_000L);
@@ -88,7 +91,7 @@ class PostgresRowTest {
 
   @Test
   void aClockReadingAboveTheStateBoundIsRefusedWithoutTouchingTheStore() {
-    ManualTicker t = Ticker.manual(MAX);
+    ManualTicker t = Ticker.manual(Checks.MAX_CLOCK);
     t.advanceMicros(1); // past the bound: a manual ticker cannot start there, but it can be moved there
     Policy p = Policy.tokenBucket(PostgresTestSupport.name("clock"), 5, 5, Duration.ofSeconds(1));
     List<Reason> reasons = new ArrayList<>();

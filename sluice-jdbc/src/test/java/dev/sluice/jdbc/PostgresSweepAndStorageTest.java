@@ -87,6 +87,55 @@ class PostgresSweepAndStorageTest {
     }
   }
 
+  /**
+   * Issue 14, finding 11: a pinned row with an invalid configuration was kept (as every pinned row is)
+   * but not counted in keptMalformed, so a sweep reported a clean table that fails a key closed.
+   */
+  @Test
+  void sweepKeptPinnedRowsWithAnInvalidConfigurationWithoutCountingThem() throws Exception {
+    ManualTicker t = Ticker.manual(1_800_000_000_000_000L);
+    Policy p = Policy.fixedWindow(PostgresTestSupport.name("pinned-bad"), 5, Duration.ofSeconds(1));
+    String own = ownTable();
+    try (JdbcRateLimiter l = limiter(p, t, own)) {
+      l.override("vip", Policy.fixedWindow(p.name(), 50, Duration.ofSeconds(1)));
+      l.override("fine", Policy.fixedWindow(p.name(), 50, Duration.ofSeconds(1)));
+      assertThat(l.tryAcquire("vip").allowed()).isTrue();
+      corrupt(own, p, "vip", "p2 = 1"); // a window of 1 us: no policy has it
+      t.advance(Duration.ofSeconds(5));
+      SweepResult r = l.sweep();
+      assertThat(r.keptMalformed()).as("the pinned row with an invalid configuration").isEqualTo(1);
+      assertThat(r.deleted()).isZero();
+      assertThat(rows(own, p)).as("both pinned rows are kept").isEqualTo(2);
+      assertThat(l.tryAcquire("vip").reason()).isEqualTo(Reason.CORRUPT_STATE);
+    }
+  }
+
+  /**
+   * Issue 14, finding 11: a GCRA row with {@code s0 = 9e15} locked its key until the year 2255. A
+   * state further ahead than its policy writes, beyond Checks.CLOCK_TOLERANCE_MICROS, fails closed.
+   */
+  @Test
+  void stateFromTheFarFutureWasTrusted() throws Exception {
+    ManualTicker t = Ticker.manual(1_800_000_000_000_000L);
+    Policy p = Policy.gcra(PostgresTestSupport.name("future"), 10, Duration.ofSeconds(1), 5);
+    String own = ownTable(); // the other tests sweep the shared table
+    try (JdbcRateLimiter l = limiter(p, t, own)) {
+      for (String k : List.of("beyond-word", "a-day-ahead", "in-tolerance")) {
+        assertThat(l.tryAcquire(k).allowed()).isTrue();
+      }
+      corrupt(own, p, "beyond-word", "s0 = 9000000000000000");
+      corrupt(own, p, "a-day-ahead", "s0 = " + (t.nowMicros() + 86_400_000_000L));
+      corrupt(own, p, "in-tolerance", "s0 = " + (t.nowMicros() + 1_800_000_000L));
+      for (String k : List.of("beyond-word", "a-day-ahead")) {
+        assertThat(l.tryAcquire(k).reason()).as(k).isEqualTo(Reason.CORRUPT_STATE);
+        assertThat(l.peek(k).reason()).as(k).isEqualTo(Reason.CORRUPT_STATE);
+      }
+      Decision d = l.tryAcquire("in-tolerance");
+      assertThat(d.reason()).isEqualTo(Reason.LIMIT_EXCEEDED);
+      assertThat(d.retryAfter()).isGreaterThan(Duration.ofMinutes(29));
+    }
+  }
+
   @Test
   void aRowWrittenBetweenTheSweepsReadAndDeleteSurvives() throws Exception {
     ManualTicker t = Ticker.manual(1_800_000_000_000_000L);

@@ -129,6 +129,39 @@ class PostgresTenantTest {
     }
   }
 
+  /**
+   * Issue 14, finding 10: a tenant id containing NUL made every decision STORE_UNAVAILABLE (PostgreSQL
+   * text cannot hold it), so under FailureMode.open that tenant had no limit; a lone surrogate or a
+   * 100 kB id failed the same way. A tenant id is now validated as strictly as a key, by the core.
+   */
+  @Test
+  void aTenantIdWithNulWasAStoreFailureAndUnderOpenNoLimit() {
+    Policy p = Policy.fixedWindow(PostgresTestSupport.name("bad-tenant"), 2, Duration.ofHours(1));
+    AtomicReference<String> current = new AtomicReference<>();
+    java.util.concurrent.atomic.AtomicInteger alerts = new java.util.concurrent.atomic.AtomicInteger();
+    try (JdbcRateLimiter l = JdbcRateLimiter.builder(p, asRole).table(table).tenant(current::get).timeout(Duration.ofSeconds(5))
+        .failureMode(dev.sluice.FailureMode.open((pol, r, e) -> alerts.incrementAndGet())).build()) {
+      current.set("ac\u0000me");
+      assertThatThrownBy(() -> l.tryAcquire("k")).isInstanceOf(IllegalArgumentException.class)
+          .hasMessage("tenant \"ac\\u0000me\" contains NUL (U+0000) at index 2; a tenant id is stored as given and the store"
+              + " cannot hold NUL: remove it, or map tenants to ids");
+      current.set("lone\uD800");
+      assertThatThrownBy(() -> l.tryAcquire("k")).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("unpaired UTF-16 surrogate at index 4");
+      current.set("t".repeat(100_000));
+      assertThatThrownBy(() -> l.peek("k")).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("is 100000 UTF-16 code units long");
+      // the longest id, any well-formed Unicode but NUL, is a tenant like any other
+      for (String ok : new String[] {"\uD83D\uDE00".repeat(128), "tab\tand\u0001"}) {
+        current.set(ok);
+        assertThat(l.tryAcquire("k").reason()).isEqualTo(Reason.WITHIN_LIMIT);
+        assertThat(l.tryAcquire("k").reason()).isEqualTo(Reason.WITHIN_LIMIT);
+        assertThat(l.tryAcquire("k").reason()).isEqualTo(Reason.LIMIT_EXCEEDED);
+      }
+    }
+    assertThat(alerts).as("no decision failed open").hasValue(0);
+  }
+
   @Test
   void aLimiterWithoutATenantIsRefusedByTheDatabaseAndFailsClosed() {
     Policy p = Policy.tokenBucket(PostgresTestSupport.name("no-tenant"), 3, 1, Duration.ofSeconds(1));

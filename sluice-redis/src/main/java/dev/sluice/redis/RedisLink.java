@@ -4,13 +4,13 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
-import java.util.concurrent.ExecutionException;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 
 /**
@@ -55,47 +55,81 @@ abstract class RedisLink implements AutoCloseable {
   /**
    * A connection this limiter opened from the user's client, and reopens itself. Lettuce reconnects a
    * dropped connection too, but with an exponential back-off that can reach seconds after a long
-   * outage; this link also tries a fresh connection at most every {@link #RETRY_NANOS} while it has
-   * none, on a background thread, so decisions recover within a fraction of a second of the server
-   * returning. Whichever connection comes back first is used; the other is closed.
+   * outage; this link also tries a fresh connection every {@link #RETRY_NANOS} while it has none, on
+   * connector threads: on a timer from {@code build()} until it is connected (so it decides on Redis as
+   * soon as Redis answers, whether or not decisions are asking), and again whenever a decision finds
+   * the connection gone. Whichever connection comes back first is used; the others are closed.
+   *
+   * <ul>
+   *   <li>An attempt still pending after {@link #STALE_NANOS} (a lost handshake, a server that accepted
+   *       the socket but never answers) no longer holds the next one back; at most
+   *       {@link #MAX_PENDING} are pending at once.
+   *   <li>{@link #close} stops the timer and waits (at most {@link #CLOSE_LIMIT_NANOS}) for the attempts in
+   *       flight to end, and closes whatever they connected: when it returns no attempt of this link is
+   *       inside Lettuce any more, so the client may be shut down at once. It never interrupts an
+   *       attempt: an interrupted {@code connect} returns while Lettuce goes on connecting, and the
+   *       connection it then makes belongs to nobody (it stayed open after the client was shut down).
+   *       An attempt still pending at the limit (a server that never answers its handshake) closes what
+   *       it connects itself when it ends.
+   * </ul>
    */
   static final class Owned extends RedisLink {
     static final long RETRY_NANOS = 100_000_000L;
+    static final long STALE_NANOS = 1_000_000_000L;
+    static final int MAX_PENDING = 3;
     static final long INITIAL_WAIT_MILLIS = 2_000;
+    /** How long close() waits for attempts in flight to end (one against a live server takes milliseconds). */
+    static final long CLOSE_LIMIT_NANOS = 2_000_000_000L;
     private static final System.Logger LOG = System.getLogger(RedisRateLimiter.class.getName());
     private static final ExecutorService CONNECTOR = Executors.newCachedThreadPool(r -> {
       Thread t = new Thread(r, "sluice-redis-connect");
       t.setDaemon(true);
       return t;
     });
+    private static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "sluice-redis-reconnect");
+      t.setDaemon(true);
+      return t;
+    });
 
     private final Supplier<StatefulConnection<String, String>> connector;
-    private final AtomicBoolean connecting = new AtomicBoolean();
+    private final long builtAtNanos = System.nanoTime();
     private volatile StatefulConnection<String, String> connection;
     private volatile RedisClusterAsyncCommands<String, String> commands;
-    private volatile long lastAttemptNanos;
-    private volatile boolean closed;
+    // guarded by this
+    private final Set<Thread> inFlight = new HashSet<>();
+    private int starting;
+    private long lastStartNanos;
+    private boolean closed;
+    private boolean warned;
+    private RuntimeException lastFailure;
+    private ScheduledFuture<?> retries;
 
     Owned(Supplier<StatefulConnection<String, String>> connector) {
       this.connector = connector;
-      lastAttemptNanos = System.nanoTime();
-      connecting.set(true);
-      // The first connection is made on the connector thread and awaited for at most
-      // INITIAL_WAIT_MILLIS, so that build() cannot hang on a frozen server for the client's timeouts.
-      Future<?> first = CONNECTOR.submit(this::connectOnce);
-      try {
-        first.get(INITIAL_WAIT_MILLIS, TimeUnit.MILLISECONDS);
-      } catch (TimeoutException e) {
-        LOG.log(System.Logger.Level.WARNING, "Redis did not accept a connection within " + INITIAL_WAIT_MILLIS
-            + " ms; decisions follow the failure mode until it does");
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } catch (ExecutionException e) {
-        // connectOnce catches everything; nothing to report here
+      // The first attempt is awaited for at most INITIAL_WAIT_MILLIS, so that build() cannot hang on a
+      // frozen server for the client's timeouts, and no longer than it takes to fail.
+      synchronized (this) {
+        start(System.nanoTime());
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(INITIAL_WAIT_MILLIS);
+        try {
+          for (long left; connection == null && (starting > 0 || !inFlight.isEmpty())
+              && (left = deadline - System.nanoTime()) > 0; ) {
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        if (connection == null) {
+          warned = true;
+          LOG.log(System.Logger.Level.WARNING, (starting > 0 || !inFlight.isEmpty()
+              ? "no connection to Redis within " + INITIAL_WAIT_MILLIS + " ms of building the limiter (still connecting)"
+              : "the first connection to Redis failed (" + lastFailure + ")")
+              + "; decisions follow the failure mode until Redis answers; a connection is tried every "
+              + RETRY_NANOS / 1_000_000 + " ms until then");
+        }
       }
-      if (connection == null) {
-        LOG.log(System.Logger.Level.WARNING, "Redis is not reachable yet; decisions follow the failure mode until it is");
-      }
+      retrying();
     }
 
     @Override RedisClusterAsyncCommands<String, String> commands() {
@@ -103,57 +137,140 @@ abstract class RedisLink implements AutoCloseable {
       if (c != null && c.isOpen()) {
         return commands;
       }
-      maybeReconnect();
+      retrying();
+      maybeReconnect(System.nanoTime());
       return null;
     }
 
-    private void maybeReconnect() {
-      long now = System.nanoTime();
-      if (closed || now - lastAttemptNanos < RETRY_NANOS || !connecting.compareAndSet(false, true)) {
-        return;
-      }
-      lastAttemptNanos = now;
-      try {
-        CONNECTOR.execute(this::connectOnce);
-      } catch (RuntimeException e) {
-        connecting.set(false);
+    private boolean connected() {
+      StatefulConnection<String, String> c = connection;
+      return c != null && c.isOpen();
+    }
+
+    /** Starts the retry timer unless it runs (or the link is closed); it stops itself once connected. */
+    private synchronized void retrying() {
+      if (!closed && retries == null && !connected()) {
+        retries = TIMER.scheduleWithFixedDelay(this::tick, RETRY_NANOS, RETRY_NANOS, TimeUnit.NANOSECONDS);
       }
     }
 
-    /** One connection attempt (on the connector thread); the caller has set {@code connecting}. */
-    private void connectOnce() {
-      try {
-        StatefulConnection<String, String> fresh = connector.get();
-        StatefulConnection<String, String> current = connection;
-        if (closed || (current != null && current.isOpen())) {
-          fresh.closeAsync();
-        } else {
-          attach(fresh);
-          if (current != null) {
-            current.closeAsync();
+    private void tick() {
+      if (connected()) {
+        synchronized (this) {
+          if (retries != null) {
+            retries.cancel(false);
+            retries = null;
           }
-          if (closed) {
-            fresh.closeAsync();
+        }
+        return;
+      }
+      maybeReconnect(System.nanoTime());
+    }
+
+    private void maybeReconnect(long now) {
+      if (connected()) {
+        return;
+      }
+      synchronized (this) {
+        if (closed || now - lastStartNanos < RETRY_NANOS) {
+          return;
+        }
+        int pending = starting + inFlight.size();
+        if (pending > 0 && (now - lastStartNanos < STALE_NANOS || pending >= MAX_PENDING)) {
+          return;
+        }
+        start(now);
+      }
+    }
+
+    /** Starts one attempt on a connector thread; holds the lock. */
+    private void start(long now) {
+      lastStartNanos = now;
+      starting++;
+      try {
+        CONNECTOR.execute(this::attempt);
+      } catch (RuntimeException e) {
+        starting--;
+      }
+    }
+
+    /** One connection attempt, on a connector thread. */
+    private void attempt() {
+      Thread self = Thread.currentThread();
+      synchronized (this) {
+        starting--;
+        if (closed) {
+          notifyAll();
+          return;
+        }
+        inFlight.add(self);
+      }
+      StatefulConnection<String, String> fresh = null;
+      StatefulConnection<String, String> replaced = null;
+      boolean used = false;
+      try {
+        fresh = connector.get();
+        synchronized (this) {
+          StatefulConnection<String, String> current = connection;
+          if (!closed && (current == null || !current.isOpen())) {
+            commands = asyncOf(fresh);
+            connection = fresh;
+            replaced = current;
+            used = true;
+            if (warned) {
+              warned = false;
+              LOG.log(System.Logger.Level.INFO, "connected to Redis " + (System.nanoTime() - builtAtNanos) / 1_000_000
+                  + " ms after the limiter was built; decisions use it");
+            }
           }
         }
       } catch (RuntimeException e) {
-        // Still down: the next decision after RETRY_NANOS tries again.
+        // Still down: the timer tries again after RETRY_NANOS.
+        synchronized (this) {
+          lastFailure = e;
+        }
       } finally {
-        lastAttemptNanos = System.nanoTime();
-        connecting.set(false);
+        try {
+          if (fresh != null && !used) {
+            fresh.close();  // closed, or another attempt won
+          }
+          if (replaced != null) {
+            replaced.closeAsync();
+          }
+        } catch (RuntimeException e) {
+          // closing a connection we never used: nothing to report
+        } finally {
+          synchronized (this) {
+            inFlight.remove(self);
+            notifyAll();
+          }
+        }
       }
     }
 
-    private void attach(StatefulConnection<String, String> c) {
-      commands = asyncOf(c);
-      connection = c;
-    }
-
     @Override public void close() {
-      closed = true;
+      synchronized (this) {
+        closed = true;
+        if (retries != null) {
+          retries.cancel(false);
+          retries = null;
+        }
+        try {
+          awaitNoAttempt(System.nanoTime() + CLOSE_LIMIT_NANOS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
       StatefulConnection<String, String> c = connection;
       if (c != null) {
         c.close();
+      }
+    }
+
+    /** Waits, holding the lock, until no attempt is starting or in flight, or {@code deadline} passes. */
+    private void awaitNoAttempt(long deadline) throws InterruptedException {
+      for (long left; (starting > 0 || !inFlight.isEmpty()) && (left = deadline - System.nanoTime()) > 0; ) {
+        TimeUnit.NANOSECONDS.timedWait(this, left);
       }
     }
   }

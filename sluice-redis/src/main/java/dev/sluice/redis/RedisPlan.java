@@ -6,13 +6,10 @@ import dev.sluice.internal.Checks;
 
 /**
  * A policy compiled for the scripts: which script, and its parameters as the decimal strings the
- * script receives. Also where the Redis-only range rules live: the scripts compute in Lua doubles,
- * so every value they see must stay an exact integer (see {@link Checks#MAX_EXACT}).
+ * script receives. The scripts compute in Lua doubles, so every value they see must stay an exact
+ * integer: the core's bounds ({@link Checks#MAX_EXACT}, {@link Checks#MAX_AHEAD}) guarantee it.
  */
 final class RedisPlan {
-  /** Sliding-window windows up to 2^51 us, so that a reset two windows ahead stays under 2^53. */
-  static final long MAX_SLIDING_WINDOW = Checks.MAX_EXACT / 2;
-
   final Policy policy;
   final RedisScript script;
   private final String[] params;
@@ -23,22 +20,17 @@ final class RedisPlan {
     this.params = params;
   }
 
-  /** Compiles {@code policy}, or throws IllegalArgumentException naming the policy and the rule it breaks here. */
+  /**
+   * Compiles {@code policy}. Every range the scripts rely on (each value an exact integer in Lua
+   * doubles) is a rule of the core's {@link Algorithm} records, so any valid policy compiles.
+   */
   static RedisPlan of(Policy policy) {
     Checks.notNull("policy", policy);
     Algorithm alg = policy.algorithm();
     if (alg instanceof Algorithm.FixedWindow fw) {
-      if (fw.limit() > Checks.MAX_EXACT) {
-        throw new IllegalArgumentException("policy '" + policy.name() + "': fixed-window limit " + fw.limit()
-            + " exceeds 2^52, the exact-integer range of the Redis scripts (Lua doubles); use a smaller limit");
-      }
       return new RedisPlan(policy, RedisScript.FIXED_WINDOW, Long.toString(fw.limit()), Long.toString(fw.windowMicros()));
     }
     if (alg instanceof Algorithm.SlidingWindow sw) {
-      if (sw.windowMicros() > MAX_SLIDING_WINDOW) {
-        throw new IllegalArgumentException("policy '" + policy.name() + "': sliding-window window " + sw.windowMicros()
-            + " us exceeds 2^51 us (about 71 years), the range in which the Redis scripts keep the window arithmetic exact");
-      }
       return new RedisPlan(policy, RedisScript.SLIDING_WINDOW, Long.toString(sw.limit()), Long.toString(sw.windowMicros()));
     }
     if (alg instanceof Algorithm.TokenBucket tb) {
@@ -51,17 +43,10 @@ final class RedisPlan {
           Long.toString(tb.capacity()), Long.toString(refill), Long.toString(tb.refillPeriodMicros()));
     }
     if (alg instanceof Algorithm.Gcra g) {
-      // Every quantity divided by the rate is at most burst x period <= 2^52, so any rate above
-      // 2^52 + 1 decides exactly like 2^52 + 1 (quotient 0, remainder the dividend).
-      long rate = Math.min(g.rate(), Checks.MAX_EXACT + 1);
       return new RedisPlan(policy, RedisScript.GCRA,
-          Long.toString(rate), Long.toString(g.periodMicros()), Long.toString(g.burst()));
+          Long.toString(g.rate()), Long.toString(g.periodMicros()), Long.toString(g.burst()));
     }
     Algorithm.SlidingLog sl = (Algorithm.SlidingLog) alg;
-    if (sl.limit() > Checks.MAX_EXACT) {
-      throw new IllegalArgumentException("policy '" + policy.name() + "': sliding-log limit " + sl.limit()
-          + " exceeds 2^52, the exact-integer range of the Redis scripts (Lua doubles); use a smaller limit");
-    }
     return new RedisPlan(policy, RedisScript.SLIDING_LOG, Long.toString(sl.limit()), Long.toString(sl.windowMicros()));
   }
 

@@ -164,10 +164,11 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
     }
 
     /**
-     * Builds the limiter. Throws IllegalArgumentException when the policy cannot run on Redis (a value
-     * outside the scripts' exact range). An unreachable server does not fail the
-     * build, which waits at most 2 s for a first connection it opens itself: decisions follow the
-     * failure mode until the server answers.
+     * Builds the limiter; every policy that can be built runs on Redis. An unreachable server does not
+     * fail the build, which waits at most 2 s for a first connection it opens itself (less when the
+     * connection fails sooner) and logs one warning when it has none: decisions follow the failure mode
+     * until the server answers, and the limiter tries a connection every 100 ms until then, whether or
+     * not decisions are asking, so it decides on Redis as soon as Redis answers.
      */
     public RedisRateLimiter build() {
       RedisPlan plan = RedisPlan.of(policy);
@@ -176,7 +177,11 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
     }
   }
 
-  /** Closes the connection this limiter opened; a connection it was given stays open. Decisions then fail per the failure mode. */
+  /**
+   * Closes the connection this limiter opened, at any moment: a connection attempt still pending is
+   * waited for (at most 2 s, never interrupted) and what it connected closed, so the client may be shut
+   * down as soon as this returns. A connection it was given stays open. Decisions then fail per the failure mode.
+   */
   @Override public void close() {
     link.close();
   }

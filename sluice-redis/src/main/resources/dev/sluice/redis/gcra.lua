@@ -3,7 +3,7 @@
 local q = tonumber(ARGV[6])
 local p = tonumber(ARGV[7])
 local cap = tonumber(ARGV[8]) * p
-local st = load('g', 2)
+local st = load('g', 2, 2 * fdiv(cap, q) + 1) -- a TAT with settlement debt: at most two bursts ahead
 if st == nil then
   return CORRUPT
 end
@@ -21,9 +21,18 @@ local function setDebt(d)
   st[1], st[2] = now + whole, d - whole * q
 end
 
+-- a clock behind the state by more than cap / q: the debt is over cap (and (tat - now) q may be
+-- inexact), so refuse with the same numbers computed without it (ReferenceModel.gcra)
+local function overCap()
+  return st[1] ~= 0 and st[1] - now > fdiv(cap, q)
+end
+
 local function step(n, charge)
-  local d = debt()
   local need = n * p
+  if overCap() then
+    return {0, 0, 0, st[1] + cdiv(st[2], q), st[1] - now + cdiv(st[2] + need - cap, q), 0, 0}
+  end
+  local d = debt()
   if d + need <= cap then
     if charge then
       local after = d + need
@@ -67,10 +76,22 @@ elseif op == 'o' then
   return res
 end
 -- refund: pay back debt, never below zero
-local d = debt()
-local wrote = d > 0
-if wrote then
-  setDebt(math.max(0, d - permits * p))
+local wrote
+if overCap() then
+  local x = st[2] - permits * p
+  local whole = st[1] + fdiv(x, q)
+  wrote = true
+  if whole < now then
+    st[1], st[2] = now, 0
+  else
+    st[1], st[2] = whole, x - fdiv(x, q) * q
+  end
+else
+  local d = debt()
+  wrote = d > 0
+  if wrote then
+    setDebt(math.max(0, d - permits * p))
+  end
 end
 local res = step(1, false)
 if wrote then

@@ -1,7 +1,7 @@
 -- Sluice: shared prelude of every algorithm script (the loader prepends it to each algorithm file).
 --
 -- A port of dev.sluice.model.ReferenceModel. Lua numbers are IEEE doubles: integers are exact up to
--- 2^53, and the Java side guarantees (Algorithm validation, Checks.MAX_EXACT, RedisPolicies) that no
+-- 2^53, and the Java side guarantees (Algorithm validation, Checks.MAX_EXACT, MAX_AHEAD, MAX_CLOCK) that no
 -- product or sum computed here leaves that range. Division never trusts the floating quotient alone:
 -- fdiv corrects it by one with an exact remainder, so floor and ceiling are exact integers.
 --
@@ -21,8 +21,9 @@
 
 -- Both substituted from dev.sluice.internal.Checks when the script is loaded (RedisScript): one
 -- value for every backend.
-local MAX_EXACT = ${MAX_EXACT}          -- the largest clock reading accepted
+local MAX_CLOCK = ${MAX_CLOCK}          -- the largest clock reading accepted
 local MAX_FIELD = ${MAX_STATE_WORD}     -- the largest stored field a state may hold
+local TOLERANCE = ${CLOCK_TOLERANCE}    -- how far ahead of now a state may lie beyond what its policy writes
 
 local function fdiv(a, b)
   local q = math.floor(a / b)
@@ -51,7 +52,7 @@ if ARGV[2] == '' then
 else
   now = tonumber(ARGV[2])
 end
-if now == nil or now <= 0 or now > MAX_EXACT or now ~= math.floor(now) then
+if now == nil or now <= 0 or now > MAX_CLOCK or now ~= math.floor(now) then
   return {2, 0, 0, 0, 0, 0, 0}
 end
 local permits = tonumber(ARGV[3])
@@ -61,8 +62,10 @@ local grace = tonumber(ARGV[5])
 -- Reads the state: returns st (a 3-slot array, zeros = absent), or nil when the value is not a
 -- state Sluice wrote (wrong type, garbage). A state another algorithm wrote under the same policy
 -- name (the policy was redefined) is treated as absent: it says nothing about this algorithm. SET
--- replaces it, whatever its type.
-local function load(tag, fields)
+-- replaces it, whatever its type. A state whose first word lies more than TOLERANCE + ahead (what
+-- the policy itself may write ahead of its clock) after now is not trusted either (nil). The sliding
+-- window's aligned start may be 0 (a clock under one window).
+local function load(tag, fields, ahead)
   local raw = redis.pcall('GET', KEYS[1])
   if type(raw) == 'table' then
     -- not a string: the sliding log's sorted set under a redefined policy is absent state here,
@@ -96,7 +99,10 @@ local function load(tag, fields)
     return nil
   end
   local st = {tonumber(a), tonumber(b), tonumber(c)}
-  if st[1] == 0 or st[1] > MAX_FIELD or st[2] > MAX_FIELD or st[3] > MAX_FIELD then
+  if (st[1] == 0 and tag ~= 's') or st[1] > MAX_FIELD or st[2] > MAX_FIELD or st[3] > MAX_FIELD then
+    return nil
+  end
+  if st[1] - now > TOLERANCE + (ahead or 0) then
     return nil
   end
   return st

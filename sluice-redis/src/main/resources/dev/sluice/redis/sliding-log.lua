@@ -25,7 +25,7 @@ elseif kind == 'zset' then
       return CORRUPT
     end
     t, p = tonumber(t), tonumber(p)
-    if t == 0 or t >= MAX_FIELD or p >= MAX_FIELD or t ~= tonumber(flat[i + 1]) then
+    if t == 0 or t > MAX_FIELD or p > MAX_FIELD or t ~= tonumber(flat[i + 1]) or t - now > TOLERANCE then
       return CORRUPT
     end
     n = n + 1

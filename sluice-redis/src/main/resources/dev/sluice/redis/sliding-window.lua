@@ -11,7 +11,7 @@ local function step(n, charge)
   local s0, s1, s2 = st[1], st[2], st[3]
   local a = fdiv(now, w) * w
   local start, cur, prev
-  if s0 == 0 or s0 + w < a then
+  if s0 + w < a then
     start, cur, prev = a, 0, 0
   elseif s0 + w == a then
     start, cur, prev = a, 0, s1
@@ -67,7 +67,7 @@ end
 -- refund and overrun: normalise a copy to now
 local a = fdiv(now, w) * w
 local n0, n1, n2 = st[1], st[2], st[3]
-if n0 == 0 or n0 + w < a then
+if n0 + w < a then
   n0, n1, n2 = a, 0, 0
 elseif n0 + w == a then
   n0, n1, n2 = a, 0, n1

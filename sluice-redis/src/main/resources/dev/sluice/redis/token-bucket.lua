@@ -4,7 +4,7 @@ local capacity = tonumber(ARGV[6])
 local r = tonumber(ARGV[7])
 local p = tonumber(ARGV[8])
 local full = capacity * p
-local st = load('t', 2)
+local st = load('t', 2, fdiv(full, r) + 1) -- a bucket a capacity in debt: its update time that far ahead
 if st == nil then
   return CORRUPT
 end

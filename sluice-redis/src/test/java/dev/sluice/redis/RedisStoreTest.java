@@ -243,7 +243,19 @@ class RedisStoreTest {
           RedisCommands<String, String> r = admin.sync();
           boolean isLog = p.algorithm() instanceof dev.sluice.Algorithm.SlidingLog;
           String tag = isLog ? "x" : p.algorithm().id().substring(0, 1);
+          String rest = p.algorithm() instanceof dev.sluice.Algorithm.SlidingWindow ? ":1:0" : ":1";
+          // issue 14, finding 11: a state from the far future locked a key until then (the server's clock decides)
+          long dayAhead = System.currentTimeMillis() * 1_000 + 86_400_000_000L;
           List<Runnable> corruptions = List.of(
+              () -> r.set(stored, tag + "9000000000000000" + rest),  // the year 2255
+              () -> {
+                r.del(stored);
+                if (isLog) {
+                  r.zadd(stored, dayAhead, dayAhead + ":1");
+                } else {
+                  r.set(stored, tag + dayAhead + rest);
+                }
+              },
               () -> r.set(stored, "garbage"),
               () -> r.set(stored, tag + "12:34:56:78"),
               () -> r.set(stored, tag + "99999999999999999:1:1"),

@@ -3,7 +3,6 @@ package dev.sluice.tck;
 import dev.sluice.Algorithm;
 import dev.sluice.Decision;
 import dev.sluice.Policy;
-import dev.sluice.Reason;
 import dev.sluice.Refund;
 import dev.sluice.Settlement;
 import dev.sluice.Ticket;
@@ -40,16 +39,13 @@ public final class ReferenceLimiter {
     } else {
       ReferenceModel.acquire(p.algorithm(), (long[]) st, now, permits, out);
     }
-    if (out.invalidClock()) {
-      return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
-    }
     if (out.wrote()) {
       e.algorithm = p.algorithm().getClass();
       e.state = st;
     }
     return out.allowed()
         ? Decision.allowed(p, out.remaining(), out.resetAt(), issuer.issue(p, key, permits, out.stamp()))
-        : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+        : out.refusal(p);
   }
 
   public Decision peek(Policy p, String key, long now) {
@@ -63,7 +59,7 @@ public final class ReferenceLimiter {
     }
     return out.allowed()
         ? Decision.allowed(p, out.remaining(), out.resetAt(), null)
-        : Decision.refused(p, Reason.LIMIT_EXCEEDED, out.remaining(), out.resetAt(), out.retryAfter());
+        : out.refusal(p);
   }
 
   /** A refund of a ticket this oracle issued, once; any other ticket is {@link Refund#NO_EFFECT}. */
