@@ -22,7 +22,6 @@ import org.springframework.beans.factory.support.RootBeanDefinition;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.health.HealthIndicator;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnExpression;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -37,6 +36,8 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
+import io.lettuce.core.RedisURI;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 /**
@@ -108,20 +109,42 @@ public class SluiceAutoConfiguration {
   @ConditionalOnClass(name = "dev.sluice.redis.RedisRateLimiter")
   @ConditionalOnProperty(prefix = "sluice", name = "store", havingValue = "redis")
   static class RedisStoreConfiguration {
+    /** With Spring Data Redis: its Lettuce factory when the application has one (looked up when the store is built). */
     @Configuration(proxyBeanMethods = false)
-    @ConditionalOnClass(LettuceConnectionFactory.class)
-    @ConditionalOnBean(LettuceConnectionFactory.class)
-    static class FromConnectionFactory {
+    // A member class is registered whatever its enclosing class's conditions say: it repeats them.
+    @ConditionalOnClass(value = LettuceConnectionFactory.class, name = "dev.sluice.redis.RedisRateLimiter")
+    @ConditionalOnProperty(prefix = "sluice", name = "store", havingValue = "redis")
+    static class WithSpringDataRedis {
       @Bean
       @ConditionalOnMissingBean(StoreLimiters.class)
-      StoreLimiters sluiceRedisStore(LettuceConnectionFactory factory, SluiceProperties props) {
+      StoreLimiters sluiceRedisStore(ObjectProvider<LettuceConnectionFactory> factories, SluiceProperties props) {
+        LettuceConnectionFactory factory = factories.getIfUnique();
+        if (factory == null) {
+          return RedisStoreLimiters.fromUrl(props);
+        }
         if (!factory.isRunning()) {
           factory.start();
         }
-        return new RedisStoreLimiters(factory.getNativeClient(), false, props);
+        // Spring's standalone client has no default URI (it names one per connection): give it the factory's.
+        RedisURI uri = null;
+        if (factory.getSentinelConfiguration() != null) {
+          throw new IllegalStateException("sluice.store=redis with a Sentinel connection factory: give sluice.redis.url "
+              + "a redis-sentinel:// URI and leave the factory to the application");
+        }
+        if (factory.getClusterConfiguration() == null) {
+          RedisStandaloneConfiguration c = factory.getStandaloneConfiguration();
+          RedisURI.Builder b = RedisURI.builder().withHost(c.getHostName()).withPort(c.getPort())
+              .withDatabase(c.getDatabase()).withSsl(factory.isUseSsl());
+          if (c.getPassword().isPresent()) {
+            b.withAuthentication(c.getUsername(), c.getPassword().get());
+          }
+          uri = b.build();
+        }
+        return new RedisStoreLimiters(factory.getNativeClient(), uri, false, props);
       }
     }
 
+    /** Without Spring Data Redis: {@code sluice.redis.url}. */
     @Bean
     @ConditionalOnMissingBean(StoreLimiters.class)
     StoreLimiters sluiceRedisUrlStore(SluiceProperties props) {

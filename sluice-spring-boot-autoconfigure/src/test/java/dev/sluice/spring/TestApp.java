@@ -3,6 +3,9 @@ package dev.sluice.spring;
 import dev.sluice.guard.RateLimitExceededException;
 import java.util.concurrent.atomic.LongAdder;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.boot.web.embedded.netty.NettyReactiveWebServerFactory;
+import org.springframework.context.annotation.Bean;
 import org.springframework.http.ResponseEntity;
 import org.springframework.stereotype.Service;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -15,6 +18,16 @@ import reactor.core.publisher.Mono;
 /** The application the tests start: the same controllers serve Spring MVC and WebFlux. */
 @SpringBootApplication
 public class TestApp {
+  /**
+   * WebFlux on Reactor Netty, whose event loops must never block (Tomcat, on the class path for the
+   * MVC tests, would otherwise serve WebFlux too, on threads that may block).
+   */
+  @Bean
+  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
+  NettyReactiveWebServerFactory nettyReactiveWebServerFactory() {
+    return new NettyReactiveWebServerFactory();
+  }
+
   /** Endpoints behind the HTTP rules and the annotations. */
   @RestController
   static class Api {
@@ -27,6 +40,16 @@ public class TestApp {
     @GetMapping("/api/hello")
     String hello() {
       return "hello";
+    }
+
+    @GetMapping("/bulk")
+    String bulk() {
+      return "bulk";
+    }
+
+    @GetMapping("/thread")
+    String thread() {
+      return Thread.currentThread().getName();
     }
 
     @GetMapping("/open")
