@@ -20,6 +20,10 @@ final class Client {
     this.port = port;
   }
 
+  int port() {
+    return port;
+  }
+
   HttpResponse<String> get(String path, String... headers) {
     return send(HttpRequest.newBuilder(uri(path)).GET(), headers);
   }

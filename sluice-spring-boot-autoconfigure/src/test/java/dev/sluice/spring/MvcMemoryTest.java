@@ -198,7 +198,7 @@ class MvcMemoryTest {
   @Test void eachPolicysLimiterIsABeanOfItsOwnTypeByName() {
     assertThat(api).isInstanceOf(MemoryRateLimiter.class).isSameAs(registry.limiter("api"));
     assertThat(api.policy().name()).isEqualTo("api");
-    assertThat(registry.limiters().keySet()).containsExactly("api", "login", "per-user", "pair-user", "pair-all", "bulk");
+    assertThat(registry.limiters().keySet()).containsExactly("api", "login", "per-user", "pair-user", "pair-all", "bulk", "load");
   }
 
   @Test void theMicrometerMetersAreBound() {

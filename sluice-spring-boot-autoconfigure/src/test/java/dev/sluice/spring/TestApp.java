@@ -42,6 +42,11 @@ public class TestApp {
       return "hello";
     }
 
+    @GetMapping("/load")
+    String load() {
+      return "load";
+    }
+
     @GetMapping("/bulk")
     String bulk() {
       return "bulk";
