@@ -175,7 +175,7 @@ public class SluiceAutoConfiguration {
         BeanFactory beans) {
       HttpRules rules = new HttpRules(props.getHttp(), registry, beans);
       FilterRegistrationBean<SluiceServletFilter> b = new FilterRegistrationBean<>(new SluiceServletFilter(rules));
-      b.setOrder(SluiceWebFilter.ORDER);
+      b.setOrder(props.getHttp().getOrder());
       b.setEnabled(!rules.isEmpty());
       return b;
     }
@@ -189,7 +189,7 @@ public class SluiceAutoConfiguration {
   static class ReactiveConfiguration {
     @Bean
     SluiceWebFilter sluiceWebFilter(SluiceProperties props, RateLimiterRegistry registry, BeanFactory beans) {
-      return new SluiceWebFilter(new HttpRules(props.getHttp(), registry, beans));
+      return new SluiceWebFilter(new HttpRules(props.getHttp(), registry, beans), props.getHttp().getOrder());
     }
   }
 

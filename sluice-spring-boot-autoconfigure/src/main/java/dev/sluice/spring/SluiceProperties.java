@@ -102,6 +102,11 @@ public class SluiceProperties {
   public static class Http {
     /** Install the filter when there are rules. */
     private boolean enabled = true;
+    /**
+     * The filter's order: early by default (before Spring Security, whose filters are at -100); give
+     * a higher number (0) for keys on the authenticated principal.
+     */
+    private int order = SluiceWebFilter.ORDER;
     /** Proxies (CIDR blocks) whose X-Forwarded-For is believed by the key's remoteAddress. */
     private List<String> trustedProxies = new ArrayList<>();
     /** The rules; the first that matches a request charges it, requests no rule matches pass. */
@@ -110,6 +115,10 @@ public class SluiceProperties {
     public boolean isEnabled() { return enabled; }
 
     public void setEnabled(boolean enabled) { this.enabled = enabled; }
+
+    public int getOrder() { return order; }
+
+    public void setOrder(int order) { this.order = order; }
 
     public List<String> getTrustedProxies() { return trustedProxies; }
 

@@ -25,17 +25,22 @@ import reactor.core.scheduler.Schedulers;
  * scheduler, never on the event loop.
  */
 public final class SluiceWebFilter implements WebFilter, Ordered {
-  /** Early: before security's and the application's own filters spend work on a request that is refused. */
+  /**
+   * The default order ({@code sluice.http.order}): early, before security's and the application's
+   * own filters spend work on a request that is refused.
+   */
   public static final int ORDER = Ordered.HIGHEST_PRECEDENCE + 10;
 
   private final HttpRules rules;
+  private final int order;
 
-  SluiceWebFilter(HttpRules rules) {
+  SluiceWebFilter(HttpRules rules, int order) {
     this.rules = rules;
+    this.order = order;
   }
 
   @Override public int getOrder() {
-    return ORDER;
+    return order;
   }
 
   @Override public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {

@@ -24,7 +24,9 @@ import org.springframework.context.ConfigurableApplicationContext;
  * The servlet filter's cost, measured: the same MVC endpoint ({@code GET /load}) on two Tomcat
  * applications in this JVM, one with the rule (memory store, every request charged) and one with
  * {@code sluice.http.enabled=false}, driven by 8 client threads in alternating 5-second rounds after
- * a warm-up, so both see the same machine. A load run, not a unit test: only with -Dsluice.load=true.
+ * a warm-up, so all see the same machine. With the filter twice: every thread on one key (the
+ * client's address: one hot key) and each thread on a key of its own ({@code X-Client}). A load run,
+ * not a unit test: only with -Dsluice.load=true.
  *
  * <pre>
  * ./mvnw -B -q -pl sluice-spring-boot-autoconfigure -am verify -Dsurefire.failIfNoSpecifiedTests=false \
@@ -46,34 +48,39 @@ class MvcFilterOverheadLoadTest {
           .firstValue("RateLimit-Policy")).isPresent();
       assertThat(http.send(HttpRequest.newBuilder(b).build(), HttpResponse.BodyHandlers.discarding()).headers()
           .firstValue("RateLimit-Policy")).isEmpty();
-      round(http, a, Duration.ofSeconds(3));
-      round(http, b, Duration.ofSeconds(3));
-      double[] withFilter = new double[3];
-      double[] withoutFilter = new double[3];
+      String before = uptime();
+      round(http, a, Duration.ofSeconds(3), false);
+      round(http, b, Duration.ofSeconds(3), false);
+      double[] hot = new double[3];
+      double[] own = new double[3];
+      double[] bare = new double[3];
       for (int i = 0; i < 3; i++) {
-        withFilter[i] = round(http, a, ROUND);
-        withoutFilter[i] = round(http, b, ROUND);
+        hot[i] = round(http, a, ROUND, false);
+        own[i] = round(http, a, ROUND, true);
+        bare[i] = round(http, b, ROUND, false);
       }
-      double wf = median(withFilter);
-      double wo = median(withoutFilter);
-      System.out.printf(Locale.ROOT, "%nMVC GET /load, %d client threads, median of 3 rounds of %ds:%n"
-          + "  with the filter (memory store): %.0f req/s, %.1f us/request%n"
-          + "  without the filter:             %.0f req/s, %.1f us/request%n"
-          + "  ratio with/without: %.3f (throughput), cost %.1f us/request%n  uptime: %s%n",
-          THREADS, ROUND.toSeconds(), wf, 1e6 * THREADS / wf, wo, 1e6 * THREADS / wo, wf / wo,
-          1e6 * THREADS / wf - 1e6 * THREADS / wo, uptime());
+      double h = median(hot);
+      double k = median(own);
+      double wo = median(bare);
+      System.out.printf(Locale.ROOT, "%nMVC GET /load, %d client threads, median of 3 rounds of %ds, same JVM:%n"
+          + "  with the filter, one hot key:        %.0f req/s (ratio %.3f)%n"
+          + "  with the filter, a key per thread:   %.0f req/s (ratio %.3f)%n"
+          + "  without the filter:                  %.0f req/s%n"
+          + "  uptime before: %s%n  uptime after:  %s%n",
+          THREADS, ROUND.toSeconds(), h, h / wo, k, k / wo, wo, before, uptime());
     }
   }
 
   /** Requests per second of {@code THREADS} clients looping on {@code uri} for {@code length}. */
-  private static double round(HttpClient http, URI uri, Duration length) throws Exception {
+  private static double round(HttpClient http, URI uri, Duration length, boolean ownKeys) throws Exception {
     LongAdder done = new LongAdder();
     long end = System.nanoTime() + length.toNanos();
     ExecutorService pool = Executors.newFixedThreadPool(THREADS);
     try {
       List<Future<?>> fs = new ArrayList<>();
-      HttpRequest req = HttpRequest.newBuilder(uri).build();
       for (int t = 0; t < THREADS; t++) {
+        HttpRequest req = ownKeys ? HttpRequest.newBuilder(uri).header("X-Client", "load-" + t).build()
+            : HttpRequest.newBuilder(uri).build();
         fs.add(pool.submit(() -> {
           while (System.nanoTime() < end) {
             HttpResponse<Void> r = http.send(req, HttpResponse.BodyHandlers.discarding());

@@ -21,6 +21,7 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
 
 /**
  * A real Spring MVC application (Tomcat, random port) on the memory store, driven over HTTP: the
@@ -193,6 +194,11 @@ class MvcMemoryTest {
     assertThat(client.get("/actuator/ratelimits/nope/x").statusCode()).isEqualTo(400);
     // The memory store has no shared store to report on.
     assertThat(client.json("/actuator/health").path("components").has("sluice")).isFalse();
+  }
+
+  @Test void theFilterRunsEarlyByDefault(@Autowired FilterRegistrationBean<SluiceServletFilter> sluiceServletFilter) {
+    assertThat(sluiceServletFilter.getOrder()).isEqualTo(SluiceWebFilter.ORDER).isLessThan(-100);
+    assertThat(sluiceServletFilter.isEnabled()).isTrue();
   }
 
   @Test void eachPolicysLimiterIsABeanOfItsOwnTypeByName() {
