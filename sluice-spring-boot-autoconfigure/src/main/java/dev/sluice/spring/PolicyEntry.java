@@ -79,14 +79,26 @@ public class PolicyEntry {
     put(m, "name", name);
     put(m, "algorithm", algorithm);
     put(m, "limit", limit);
-    put(m, "window", window);
+    put(m, "window", duration(window));
     put(m, "capacity", capacity);
     put(m, "refill-tokens", refillTokens);
-    put(m, "refill-period", refillPeriod);
+    put(m, "refill-period", duration(refillPeriod));
     put(m, "rate", rate);
-    put(m, "period", period);
+    put(m, "period", duration(period));
     put(m, "burst", burst);
     return m;
+  }
+
+  /**
+   * A duration as YAML wrote it: the binder turns {@code window: 60} into the text "60", which the
+   * shape is handed back as the number it was, so that it answers as it does for the service's file
+   * ("is 60 without a unit").
+   */
+  private static Object duration(String text) {
+    if (text != null && !text.isEmpty() && text.length() <= 18 && text.chars().allMatch(c -> c >= '0' && c <= '9')) {
+      return Long.parseLong(text);
+    }
+    return text;
   }
 
   /** The policy, through the shared shape; {@code where} (e.g. {@code sluice.policies[0]}) starts every message. */

@@ -44,7 +44,9 @@ class SluiceConfigurationTest {
   }
 
   @Test void aDurationWithoutAUnitIsRefusedWithTheShapesMessage() {
-    runner.withPropertyValues(policy("sluice.policies[0].window=60")).run(ctx -> assertThat(cause(ctx)).hasMessage("sluice.policies: policy #1 ('api'): 'window' '60' is not a duration; write a whole "
+    runner.withPropertyValues(policy("sluice.policies[0].window=60")).run(ctx -> assertThat(cause(ctx)).hasMessage("sluice.policies: policy #1 ('api'): 'window' is 60 without a unit; write e.g. 60s or 60ms"));
+    runner.withPropertyValues(policy("sluice.policies[0].window=a minute")).run(ctx -> assertThat(cause(ctx)).hasMessage(
+        "sluice.policies: policy #1 ('api'): 'window' 'a minute' is not a duration; write a whole "
             + "number and a unit (us, ms, s, m, h, d) such as 500ms or 1m, or ISO-8601 such as PT1M30S"));
   }
 
