@@ -25,11 +25,15 @@ final class EventLoops {
     BlockHound.builder()
         .nonBlockingThreadPredicate(p -> p.or(t -> t.getName().startsWith("reactor-http-")
             || (t.getName().startsWith("lettuce-") && t.getName().contains("EventLoop"))))
-        // The one allowance: the core's async pipeline arms (and on completion cancels) a deadline
-        // timer on a ScheduledThreadPoolExecutor, whose queue is guarded by a lock held for a heap
-        // insert or removal; a thread contending for it parks for that long. Not I/O; reported.
+        // Two allowances, both short in-memory locks found by this test, neither I/O, both reported:
+        // the core's async pipeline arms (and on completion cancels) a deadline timer on a
+        // ScheduledThreadPoolExecutor, whose queue lock is held for a heap insert or removal; and
+        // Lettuce guards a connection's writers with a lock (SharedLock) that event loops writing
+        // to one shared connection at once contend for. A thread contending for either parks briefly.
         .allowBlockingCallsInside("java.util.concurrent.ScheduledThreadPoolExecutor$DelayedWorkQueue", "offer")
         .allowBlockingCallsInside("java.util.concurrent.ScheduledThreadPoolExecutor$DelayedWorkQueue", "remove")
+        .allowBlockingCallsInside("io.lettuce.core.protocol.SharedLock", "incrementWriters")
+        .allowBlockingCallsInside("io.lettuce.core.protocol.SharedLock", "decrementWriters")
         .blockingMethodCallback(m -> BLOCKED.add(m + " on " + Thread.currentThread().getName() + " at "
             + Arrays.stream(new Throwable().getStackTrace()).skip(2).limit(30).map(String::valueOf)
                 .collect(Collectors.joining(" < "))))
