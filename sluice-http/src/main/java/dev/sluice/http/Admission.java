@@ -42,9 +42,7 @@ final class Admission {
       return;
     }
     completed = true;
-    boolean failed = threw || status >= 500;
-    boolean succeeded = !threw && status > 0 && status < 400;
-    if ((config.skipFailed && failed) || (config.skipSuccessful && succeeded)) {
+    if (config.refunds(threw, status)) {
       primary.ticket().ifPresent(config.limiter::refund);
       if (ceiling != null) {
         ceiling.ticket().ifPresent(config.ceilingLimiter::refund);

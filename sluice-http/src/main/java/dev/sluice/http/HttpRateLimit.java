@@ -88,6 +88,12 @@ public final class HttpRateLimit {
 
   public Policy policy() { return policy; }
 
+  /** The limiter clients are charged on. */
+  public RateLimiter limiter() { return limiter; }
+
+  /** The clock verdicts are rendered against (the {@code RateLimit} header's {@code t}). */
+  public Ticker ticker() { return ticker; }
+
   public KeyResolver keyResolver() { return keyResolver; }
 
   public RateLimitHeaders headers() { return headers; }
@@ -104,7 +110,24 @@ public final class HttpRateLimit {
     return normalize(keyResolver.resolve(request));
   }
 
-  static String normalize(String key) {
+  /**
+   * Whether a request's permits are given back once its handler finished: it threw ({@code threw})
+   * or answered {@code status} (negative when unknown). True under {@code skipFailedRequests} when it
+   * threw or answered 5xx, under {@code skipSuccessfulRequests} when it answered below 400. The one
+   * rule for every front end (these filters, the Spring starter's).
+   */
+  public boolean refunds(boolean threw, int status) {
+    boolean failed = threw || status >= 500;
+    boolean succeeded = !threw && status > 0 && status < 400;
+    return (skipFailed && failed) || (skipSuccessful && succeeded);
+  }
+
+  /**
+   * A key as every backend can store it: a null or blank key is {@link KeyResolver#UNKNOWN}; one
+   * longer than 128 characters (a long API key, a JWT) or not well-formed Unicode is replaced by its
+   * SHA-256, so that no caller-controlled key is refused by a backend's key rules.
+   */
+  public static String normalize(String key) {
     if (key == null || key.isBlank()) {
       return KeyResolver.UNKNOWN;
     }

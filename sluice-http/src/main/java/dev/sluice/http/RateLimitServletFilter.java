@@ -45,12 +45,7 @@ public final class RateLimitServletFilter implements Filter {
     }
     Admission admission = rateLimit.admit(new View(request));
     if (!admission.verdict.allowed()) {
-      response.setStatus(admission.verdict.status());
-      admission.headers(response::setHeader);
-      byte[] body = admission.verdict.bodyBytes();
-      response.setContentType(HttpVerdict.PROBLEM_JSON);
-      response.setContentLength(body.length);
-      response.getOutputStream().write(body);
+      refuse(response, admission.verdict);
       return;
     }
     admission.headers(response::setHeader);
@@ -92,6 +87,28 @@ public final class RateLimitServletFilter implements Filter {
   }
 
   private static final Function<String, Object> NO_USAGE = name -> null;
+  /**
+   * Answers a refused request with {@code verdict}: its status, headers and problem body (for a front
+   * end of one's own, such as the Spring starter's, so that every servlet answer is written alike).
+   */
+  public static void refuse(HttpServletResponse response, HttpVerdict verdict) throws IOException {
+    if (verdict.allowed()) {
+      throw new IllegalArgumentException("the verdict allows the request; only a refusal is written as the answer");
+    }
+    response.setStatus(verdict.status());
+    for (HttpVerdict.Header h : verdict.headers()) {
+      response.setHeader(h.name(), h.value());
+    }
+    byte[] body = verdict.bodyBytes();
+    response.setContentType(HttpVerdict.PROBLEM_JSON);
+    response.setContentLength(body.length);
+    response.getOutputStream().write(body);
+  }
+
+  /** {@code request} as the key resolvers see it (for a front end of one's own, such as the Spring starter's). */
+  public static RequestView view(HttpServletRequest request) {
+    return new View(Checks.notNull("request", request));
+  }
 
   /** A servlet request as the key resolvers see it. */
   private static final class View implements RequestView {

@@ -10,14 +10,14 @@ import java.util.concurrent.ThreadLocalRandom;
 import org.junit.jupiter.api.Assumptions;
 
 /** The shared test PostgreSQL (SLUICE_POSTGRES_URL), private table names, skip-or-fail when unreachable. */
-final class PostgresTestSupport {
-  static final String URL = System.getenv().getOrDefault("SLUICE_POSTGRES_URL",
+public final class PostgresTestSupport {
+  public static final String URL = System.getenv().getOrDefault("SLUICE_POSTGRES_URL",
       "jdbc:postgresql://127.0.0.1:5432/test?user=postgres");
 
   private PostgresTestSupport() {}
 
   /** Skips (loudly) when the server is unreachable, or fails when CI=true. */
-  static void requireServer() {
+  public static void requireServer() {
     try (Connection c = DriverManager.getConnection(URL)) {
       c.isValid(2);
     } catch (SQLException e) {
@@ -41,11 +41,11 @@ final class PostgresTestSupport {
     return new HikariDataSource(cfg);
   }
 
-  static String tableName() {
+  public static String tableName() {
     return "sluice_pg_test_" + Long.toHexString(ThreadLocalRandom.current().nextLong() >>> 1);
   }
 
-  static void drop(String url, String table) {
+  public static void drop(String url, String table) {
     try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
       s.execute("DROP TABLE IF EXISTS " + table);
     } catch (SQLException e) {

@@ -17,8 +17,8 @@ import java.util.concurrent.TimeUnit;
  * from its pid file.
  */
 @SuppressWarnings("try")  // close() may be interrupted while waiting for the port to close; tests let that propagate
-final class RedisServerProcess implements AutoCloseable {
-  final int port;
+public final class RedisServerProcess implements AutoCloseable {
+  public final int port;
   private final Path dir;
   private final List<String> extra;
 
@@ -29,7 +29,7 @@ final class RedisServerProcess implements AutoCloseable {
   }
 
   /** Starts a server on {@code port} (killing a stale one left there by an aborted run). */
-  static RedisServerProcess start(int port, String... extraArgs) throws Exception {
+  public static RedisServerProcess start(int port, String... extraArgs) throws Exception {
     if (!onPath("redis-server") || !onPath("redis-cli")) {
       String why = "redis-server / redis-cli are not on the PATH";
       if ("true".equals(System.getenv("CI"))) {
@@ -53,12 +53,12 @@ final class RedisServerProcess implements AutoCloseable {
     return false;
   }
 
-  String uri() {
+  public String uri() {
     return "redis://127.0.0.1:" + port;
   }
 
   /** Starts (or restarts) the server and waits until it answers PING. */
-  void start() throws Exception {
+  public void start() throws Exception {
     List<String> cmd = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port), "--bind", "127.0.0.1",
         "--dir", dir.toString(), "--pidfile", dir.resolve("redis.pid").toString(), "--save", "", "--appendonly", "no",
         "--daemonize", "yes", "--logfile", dir.resolve("redis.log").toString(), "--maxmemory-policy", "noeviction"));
@@ -83,7 +83,7 @@ final class RedisServerProcess implements AutoCloseable {
   }
 
   /** Orderly stop: SHUTDOWN NOSAVE, then waits until the port is closed. */
-  void stop() throws Exception {
+  public void stop() throws Exception {
     run("redis-cli", "-p", Integer.toString(port), "shutdown", "nosave");
     awaitPortClosed();
   }
@@ -95,11 +95,11 @@ final class RedisServerProcess implements AutoCloseable {
   }
 
   /** SIGSTOP: the server keeps its sockets but answers nothing. */
-  void freeze() throws Exception {
+  public void freeze() throws Exception {
     run("kill", "-STOP", Long.toString(pid()));
   }
 
-  void thaw() throws Exception {
+  public void thaw() throws Exception {
     run("kill", "-CONT", Long.toString(pid()));
   }
 

@@ -12,8 +12,8 @@ import java.time.Duration;
  * Unreachable: tests are skipped with a loud notice, except under {@code CI=true}, where they fail.
  * Other builds use the same server at the same time: tests use random policy names and never flush.
  */
-final class SharedRedis {
-  static final String URL = System.getenv().getOrDefault("SLUICE_REDIS_URL", "redis://127.0.0.1:6379");
+public final class SharedRedis {
+  public static final String URL = System.getenv().getOrDefault("SLUICE_REDIS_URL", "redis://127.0.0.1:6379");
   private static RedisClient client;
   private static StatefulRedisConnection<String, String> admin;
   private static String unreachable;
@@ -21,7 +21,7 @@ final class SharedRedis {
   private SharedRedis() {}
 
   /** The shared client, or a skipped (failed under CI) test when the server cannot be reached. */
-  static synchronized RedisClient client() {
+  public static synchronized RedisClient client() {
     if (client == null && unreachable == null) {
       RedisURI uri = RedisURI.create(URL);
       uri.setTimeout(Duration.ofSeconds(5));

@@ -1,0 +1,41 @@
+package dev.sluice.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sluice.Policy;
+import java.math.BigInteger;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The policy shape over plain maps, as the Spring binder hands it (the YAML path is sluice-server's PolicyFileTest). */
+class PolicyShapeTest {
+  @Test void entriesOfEveryAlgorithmRoundTripThroughDescribe() {
+    List<Policy> ps = PolicyShape.policies(List.of(
+        Map.of("name", "login", "algorithm", "fixed-window", "limit", 5L, "window", "1m"),
+        Map.of("name", "api", "algorithm", "token-bucket", "capacity", 100, "refill-tokens", BigInteger.TEN, "refill-period", "1s"),
+        Map.of("name", "search", "algorithm", "gcra", "rate", 2, "period", "PT1S", "burst", 10)), "cfg");
+    assertThat(ps).containsExactly(Policy.fixedWindow("login", 5, Duration.ofMinutes(1)),
+        Policy.tokenBucket("api", 100, 10, Duration.ofSeconds(1)), Policy.gcra("search", 2, Duration.ofSeconds(1), 10));
+    for (Policy p : ps) {
+      assertThat(PolicyShape.policy(PolicyShape.describe(p), "again")).isEqualTo(p);
+    }
+    assertThat(PolicyShape.quotaMicros(ps.get(1).algorithm())).isEqualTo(10_000_000L);
+  }
+
+  @Test void aValueOfTheWrongKindIsNamed() {
+    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "fixed-window", "limit", 1.5, "window", "1s"), "cfg"))
+        .hasMessage("cfg ('a'): 'limit' is 1.5; it must be a whole number");
+    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "fixed-window", "limit", "5", "window", "1s"), "cfg"))
+        .hasMessage("cfg ('a'): 'limit' is \"5\"; it must be a whole number");
+    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "gcra", "rate", 1, "period", 1, "burst", 1), "cfg"))
+        .hasMessage("cfg ('a'): 'period' is 1 without a unit; write e.g. 1s or 1ms");
+    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "fixed-window", "limit", 1,
+        "window", "1s", "capacity", 3), "cfg")).hasMessage("cfg ('a'): unknown parameter 'capacity'; fixed-window takes limit, window");
+    assertThatThrownBy(() -> PolicyShape.policies(List.of(), "cfg")).hasMessage("cfg: 'policies' must be a non-empty list");
+    assertThatThrownBy(() -> PolicyShape.duration("w", "5 fortnights"))
+        .hasMessage("w '5 fortnights' is not a duration; write a whole number and a unit (us, ms, s, m, h, d) such as 500ms or 1m, or ISO-8601 such as PT1M30S");
+  }
+}

@@ -1,0 +1,86 @@
+package dev.sluice.spring;
+
+import dev.sluice.Decision;
+import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Refund;
+import dev.sluice.Ticket;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * Lets a {@code Composition} (one key and one permit count for all its legs) charge each of several
+ * {@link RateLimited} annotations its own key and permits: the composition is asked about one
+ * composed key that carries every leg's permits and key, length-prefixed so that no key can forge
+ * another's part, and each leg reads its own part back.
+ */
+final class ComposedKey {
+  private ComposedKey() {}
+
+  /** {@code permits;length:key} for every leg, in order. */
+  static String of(String[] keys, long[] permits) {
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < keys.length; i++) {
+      b.append(permits[i]).append(';').append(keys[i].length()).append(':').append(keys[i]);
+    }
+    return b.toString();
+  }
+
+  /** Where leg {@code index}'s part lies: its permits from [0] to [1], its key from [2] to [3]. */
+  private static int[] part(String composed, int index) {
+    int at = 0;
+    for (int i = 0; ; i++) {
+      int semi = composed.indexOf(';', at);
+      int colon = composed.indexOf(':', semi);
+      int end = colon + 1 + Integer.parseInt(composed, semi + 1, colon, 10);
+      if (i == index) {
+        return new int[] {at, semi, colon + 1, end};
+      }
+      at = end;
+    }
+  }
+
+  static String key(String composed, int index) {
+    int[] p = part(composed, index);
+    return composed.substring(p[2], p[3]);
+  }
+
+  static long permits(String composed, int index) {
+    int[] p = part(composed, index);
+    return Long.parseLong(composed, p[0], p[1], 10);
+  }
+
+  /** One annotation's limiter as a leg of the composition: charges its own part of the composed key. */
+  static final class Leg implements RateLimiter {
+    private final RateLimiter target;
+    private final int index;
+
+    Leg(RateLimiter target, int index) {
+      this.target = target;
+      this.index = index;
+    }
+
+    @Override public Policy policy() {
+      return target.policy();
+    }
+
+    @Override public Decision tryAcquire(String key, long permits, Policy policy) {
+      return target.tryAcquire(key(key, index), permits(key, index) * permits, target.policy());
+    }
+
+    @Override public CompletionStage<Decision> tryAcquireAsync(String key, long permits, Policy policy) {
+      return target.tryAcquireAsync(key(key, index), permits(key, index) * permits, target.policy());
+    }
+
+    @Override public Decision peek(String key, Policy policy) {
+      return target.peek(key(key, index), target.policy());
+    }
+
+    @Override public Refund refund(Ticket ticket) {
+      return target.refund(ticket);
+    }
+
+    @Override public void reset(String key, Policy policy) {
+      target.reset(key(key, index), target.policy());
+    }
+  }
+}

@@ -1,0 +1,64 @@
+package dev.sluice.spring;
+
+import dev.sluice.guard.RateLimitExceededException;
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Inherited;
+import java.lang.annotation.Repeatable;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+/**
+ * Charges a call of the annotated method (every public method of an annotated class) to a policy of
+ * {@code sluice.policies} before it runs.
+ *
+ * <pre>{@code
+ * @RateLimited(policy = "per-user", key = "#user.id")
+ * @RateLimited(policy = "exports", key = "'all'", permits = "#rows.size()")
+ * public Report export(User user, List<Row> rows) { ... }
+ * }</pre>
+ *
+ * <p>Several annotations on one method must all allow, with no partial charge: they are one
+ * {@code Composition} (a leg refusing refunds the legs already charged). A refusal calls
+ * {@link #fallbackMethod()} when there is one, else throws {@link RateLimitExceededException}, which
+ * Spring MVC and WebFlux answer with the 429 problem response and the limit headers (503 when the
+ * store could not decide and the failure mode is closed).
+ */
+@Target({ElementType.METHOD, ElementType.TYPE})
+@Retention(RetentionPolicy.RUNTIME)
+@Documented
+@Inherited
+@Repeatable(RateLimited.List.class)
+public @interface RateLimited {
+  /** The policy's name in {@code sluice.policies}. */
+  String policy();
+
+  /**
+   * The key, a SpEL expression over the call: the arguments ({@code #p0}, {@code #a0}, or by name,
+   * {@code #user.id}), beans ({@code @tenants.current()}) and {@code #root.methodName}. Default: one
+   * key for every caller ({@code 'all'}). A null result is the shared key {@code unknown}; a long key
+   * is hashed.
+   */
+  String key() default "'all'";
+
+  /** Permits the call costs, a SpEL expression like {@link #key()} giving a whole number; default 1. */
+  String permits() default "1";
+
+  /**
+   * A method of the same bean with the annotated method's parameters plus a last parameter of type
+   * {@link RateLimitExceededException} (or a supertype), called instead when the call is refused;
+   * it must return what the annotated method returns. Empty: the refusal is thrown.
+   */
+  String fallbackMethod() default "";
+
+  /** The container of repeated {@link RateLimited} annotations. */
+  @Target({ElementType.METHOD, ElementType.TYPE})
+  @Retention(RetentionPolicy.RUNTIME)
+  @Documented
+  @Inherited
+  @interface List {
+    /** The annotations, all of which must allow. */
+    RateLimited[] value();
+  }
+}

@@ -1,0 +1,221 @@
+package dev.sluice.spring;
+
+import dev.sluice.Decision;
+import dev.sluice.RateLimiter;
+import dev.sluice.compose.Composition;
+import dev.sluice.guard.RateLimitExceededException;
+import dev.sluice.http.HttpRateLimit;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+import org.aopalliance.intercept.MethodInterceptor;
+import org.aopalliance.intercept.MethodInvocation;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.aop.support.StaticMethodMatcherPointcut;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.context.expression.BeanFactoryResolver;
+import org.springframework.context.expression.MethodBasedEvaluationContext;
+import org.springframework.core.DefaultParameterNameDiscoverer;
+import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.expression.Expression;
+import org.springframework.expression.spel.standard.SpelExpressionParser;
+import org.springframework.util.ClassUtils;
+import reactor.core.publisher.Mono;
+
+/**
+ * Runs {@link RateLimited}: evaluates each annotation's key and permits, charges them (several
+ * annotations as one {@link Composition}: all allow or none is charged), then proceeds, calls the
+ * fallback method, or throws {@link RateLimitExceededException}. What each annotation means is
+ * worked out once per method and class.
+ */
+final class RateLimitedInterceptor implements MethodInterceptor {
+  private static final boolean REACTOR = ClassUtils.isPresent("reactor.core.publisher.Mono", RateLimitedInterceptor.class.getClassLoader());
+  private final RateLimiterRegistry registry;
+  private final BeanFactoryResolver beans;
+  private final SpelExpressionParser parser = new SpelExpressionParser();
+  private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
+  private final Map<Object, Plan> plans = new ConcurrentHashMap<>();
+
+  RateLimitedInterceptor(RateLimiterRegistry registry, BeanFactory beans) {
+    this.registry = registry;
+    this.beans = new BeanFactoryResolver(beans);
+  }
+
+  /** Methods with {@link RateLimited} (or repeated ones), or any method of a class that has it. */
+  static final class Pointcut extends StaticMethodMatcherPointcut {
+    @Override public boolean matches(Method method, Class<?> targetClass) {
+      return !annotations(method, targetClass).isEmpty();
+    }
+  }
+
+  static Set<RateLimited> annotations(Method method, Class<?> targetClass) {
+    Method specific = ClassUtils.getMostSpecificMethod(method, targetClass);
+    Set<RateLimited> own = AnnotatedElementUtils.findMergedRepeatableAnnotations(specific, RateLimited.class);
+    return !own.isEmpty() ? own : AnnotatedElementUtils.findMergedRepeatableAnnotations(targetClass, RateLimited.class);
+  }
+
+  @Override public Object invoke(MethodInvocation mi) throws Throwable {
+    Class<?> targetClass = mi.getThis() == null ? mi.getMethod().getDeclaringClass() : AopUtils.getTargetClass(mi.getThis());
+    Plan plan = plans.computeIfAbsent(List.of(mi.getMethod(), targetClass), k -> new Plan(mi.getMethod(), targetClass));
+    Object[] args = mi.getArguments();
+    MethodBasedEvaluationContext ctx = new MethodBasedEvaluationContext(mi.getThis(), plan.method, args, names);
+    ctx.setBeanResolver(beans);
+    if (plan.reactive) {
+      return Reactive.invoke(plan.acquireAsync(ctx), mi, plan);
+    }
+    return proceedOrRefuse(plan.acquire(ctx), mi, plan);
+  }
+
+  /** The call's outcome once decided: the method, the fallback, or the refusal thrown. */
+  static Object proceedOrRefuse(Decision d, MethodInvocation mi, Plan plan) throws Throwable {
+    if (d.allowed()) {
+      return mi.proceed();
+    }
+    RateLimitExceededException refusal = new RateLimitExceededException(d);
+    if (plan.fallback == null) {
+      throw refusal;
+    }
+    Object[] args = mi.getArguments();
+    Object[] withRefusal = Arrays.copyOf(args, args.length + 1);
+    withRefusal[args.length] = refusal;
+    try {
+      return plan.fallback.invoke(mi.getThis(), withRefusal);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
+    }
+  }
+
+  /**
+   * Methods returning a {@code Mono}: decided with the limiters' async methods when the Mono is
+   * subscribed, so that a WebFlux handler never waits on a store on its event loop.
+   */
+  private static final class Reactive {
+    static Object invoke(Supplier<CompletionStage<Decision>> decision, MethodInvocation mi, Plan plan) {
+      return Mono.fromCompletionStage(decision).flatMap(d -> {
+        try {
+          return (Mono<?>) proceedOrRefuse(d, mi, plan);
+        } catch (Throwable t) {
+          return Mono.error(t);
+        }
+      });
+    }
+  }
+
+  /** One method's annotations, compiled. */
+  final class Plan {
+    final Method method;
+    final boolean reactive;
+    final Method fallback;
+    final RateLimiter[] limiters;
+    final Expression[] keys;
+    final Expression[] permits;
+    final Composition composition;
+
+    Plan(Method invoked, Class<?> targetClass) {
+      this.method = ClassUtils.getMostSpecificMethod(invoked, targetClass);
+      this.reactive = REACTOR && Mono.class.isAssignableFrom(method.getReturnType());
+      List<RateLimited> all = new ArrayList<>(annotations(invoked, targetClass));
+      String where = "@RateLimited on " + targetClass.getName() + "." + method.getName();
+      limiters = new RateLimiter[all.size()];
+      keys = new Expression[all.size()];
+      permits = new Expression[all.size()];
+      String fallbackName = "";
+      for (int i = 0; i < all.size(); i++) {
+        RateLimited a = all.get(i);
+        try {
+          limiters[i] = registry.limiter(a.policy());
+        } catch (IllegalArgumentException e) {
+          throw new IllegalStateException(where + ": " + e.getMessage(), e);
+        }
+        keys[i] = parser.parseExpression(a.key());
+        permits[i] = parser.parseExpression(a.permits());
+        if (!a.fallbackMethod().isEmpty()) {
+          if (!fallbackName.isEmpty() && !fallbackName.equals(a.fallbackMethod())) {
+            throw new IllegalStateException(where + " names two fallback methods, '" + fallbackName + "' and '"
+                + a.fallbackMethod() + "'; a refusal can call only one");
+          }
+          fallbackName = a.fallbackMethod();
+        }
+      }
+      this.fallback = fallbackName.isEmpty() ? null : fallback(targetClass, fallbackName, where);
+      if (limiters.length == 1) {
+        composition = null;
+      } else {
+        Composition.Builder b = Composition.builder();
+        for (int i = 0; i < limiters.length; i++) {
+          b.leg(new ComposedKey.Leg(limiters[i], i));
+        }
+        composition = b.build();
+      }
+    }
+
+    private Method fallback(Class<?> targetClass, String name, String where) {
+      Class<?>[] params = method.getParameterTypes();
+      for (Method m : targetClass.getDeclaredMethods()) {
+        Class<?>[] ps = m.getParameterTypes();
+        if (m.getName().equals(name) && ps.length == params.length + 1
+            && Arrays.equals(ps, 0, params.length, params, 0, params.length)
+            && ps[params.length].isAssignableFrom(RateLimitExceededException.class)
+            && ClassUtils.resolvePrimitiveIfNecessary(method.getReturnType())
+                .isAssignableFrom(ClassUtils.resolvePrimitiveIfNecessary(m.getReturnType()))) {
+          m.setAccessible(true);
+          return m;
+        }
+      }
+      throw new IllegalStateException(where + ": fallbackMethod '" + name + "' not found; declare " + name + "("
+          + String.join(", ", Arrays.stream(params).map(Class::getSimpleName).toList())
+          + (params.length == 0 ? "" : ", ") + "RateLimitExceededException) returning "
+          + method.getReturnType().getSimpleName() + " in " + targetClass.getName());
+    }
+
+    /** The decision, asked when the returned supplier is called (keys and permits are evaluated now). */
+    Supplier<CompletionStage<Decision>> acquireAsync(MethodBasedEvaluationContext ctx) {
+      if (composition == null) {
+        String k = key(0, ctx);
+        long n = permits(0, ctx);
+        return () -> limiters[0].tryAcquireAsync(k, n, limiters[0].policy());
+      }
+      String composed = composedKey(ctx);
+      return () -> composition.tryAcquireAsync(composed, 1);
+    }
+
+    Decision acquire(MethodBasedEvaluationContext ctx) {
+      if (composition == null) {
+        return limiters[0].tryAcquire(key(0, ctx), permits(0, ctx), limiters[0].policy());
+      }
+      return composition.tryAcquire(composedKey(ctx), 1);
+    }
+
+    private String composedKey(MethodBasedEvaluationContext ctx) {
+      String[] ks = new String[limiters.length];
+      long[] ps = new long[limiters.length];
+      for (int i = 0; i < ks.length; i++) {
+        ks[i] = key(i, ctx);
+        ps[i] = permits(i, ctx);
+      }
+      return ComposedKey.of(ks, ps);
+    }
+
+    private String key(int i, MethodBasedEvaluationContext ctx) {
+      Object v = keys[i].getValue(ctx);
+      return HttpRateLimit.normalize(v == null ? null : v.toString());
+    }
+
+    private long permits(int i, MethodBasedEvaluationContext ctx) {
+      Long n = permits[i].getValue(ctx, Long.class);
+      if (n == null || n < 1) {
+        throw new IllegalArgumentException("@RateLimited on " + method.getName() + ": permits '"
+            + permits[i].getExpressionString() + "' gave " + n + "; a call costs at least 1 permit");
+      }
+      return n;
+    }
+  }
+}

@@ -1,0 +1,277 @@
+package dev.sluice.spring;
+
+import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
+import dev.sluice.RateLimiter;
+import dev.sluice.internal.PolicyShape;
+import dev.sluice.memory.MemoryRateLimiter;
+import dev.sluice.micrometer.RateLimitMetrics;
+import java.util.List;
+import javax.sql.DataSource;
+import org.springframework.aop.Advisor;
+import org.springframework.aop.support.DefaultPointcutAdvisor;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
+import org.springframework.beans.factory.support.AutowireCandidateQualifier;
+import org.springframework.beans.factory.support.BeanDefinitionRegistry;
+import org.springframework.beans.factory.support.BeanDefinitionRegistryPostProcessor;
+import org.springframework.beans.factory.support.RootBeanDefinition;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.actuate.health.HealthIndicator;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnExpression;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
+import org.springframework.context.EnvironmentAware;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Role;
+import org.springframework.core.env.Environment;
+import io.lettuce.core.RedisURI;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+
+/**
+ * The Sluice auto-configuration: {@link SluiceProperties} ({@code sluice.*}), the store, a
+ * {@link RateLimiterRegistry} and one {@link RateLimiter} bean per policy (qualified by the policy's
+ * name), {@link RateLimited}, the MVC filter or WebFlux {@code WebFilter}, the 429/503 answer to a
+ * {@code RateLimitExceededException}, the {@code ratelimits} endpoint, the store's health and the
+ * Micrometer meters of {@code sluice-micrometer}.
+ */
+@AutoConfiguration(afterName = {
+    "org.springframework.boot.autoconfigure.data.redis.RedisAutoConfiguration",
+    "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration"})
+@EnableConfigurationProperties(SluiceProperties.class)
+public class SluiceAutoConfiguration {
+  /** The policies of {@code sluice.policies}, through the shape the service's policy file uses. */
+  static List<Policy> policies(List<PolicyEntry> entries) {
+    return entries == null || entries.isEmpty() ? List.of()
+        : PolicyShape.policies(entries.stream().map(PolicyEntry::fields).toList(), "sluice.policies");
+  }
+
+  /** The Micrometer meters every limiter reports to; bound to the application's registries by Spring Boot. */
+  @Bean
+  @ConditionalOnMissingBean
+  public RateLimitMetrics sluiceRateLimitMetrics() {
+    return RateLimitMetrics.builder().build();
+  }
+
+  /** The in-process store, unless another is configured. */
+  @Bean
+  @ConditionalOnMissingBean(StoreLimiters.class)
+  @ConditionalOnProperty(prefix = "sluice", name = "store", havingValue = "memory", matchIfMissing = true)
+  public StoreLimiters sluiceMemoryStore(SluiceProperties props) {
+    return StoreLimiters.memory(props.getMaxKeys());
+  }
+
+  /** The limiters, one per policy. */
+  @Bean(destroyMethod = "close")
+  @ConditionalOnMissingBean
+  public RateLimiterRegistry sluiceRateLimiters(SluiceProperties props, StoreLimiters store,
+      ObjectProvider<RateLimitMetrics> metrics) {
+    RateLimitMetrics m = metrics.getIfAvailable();
+    RateLimitListener next = m == null ? RateLimitListener.NONE : m;
+    RateLimiterRegistry r = new RateLimiterRegistry(store.name(), policies(props.getPolicies()), next, store::build);
+    if (m != null) {
+      for (RateLimiter l : r.limiters().values()) {
+        if (l instanceof MemoryRateLimiter mem) {
+          m.trackedKeys(l.policy().name(), mem::trackedKeys);
+        }
+      }
+    }
+    return r;
+  }
+
+  /** Registers each policy's limiter as a bean, qualified by the policy's name. */
+  @Bean
+  public static BeanDefinitionRegistryPostProcessor sluicePolicyLimiters() {
+    return new PolicyLimiterBeans();
+  }
+
+  /** {@link RateLimited} on any bean. */
+  @Bean
+  @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+  public static Advisor sluiceRateLimitedAdvisor(ObjectProvider<RateLimiterRegistry> registry, BeanFactory beans) {
+    return new DefaultPointcutAdvisor(new RateLimitedInterceptor.Pointcut(), new LazyInterceptor(registry, beans));
+  }
+
+  /** {@code sluice.store=redis}: the application's Lettuce factory when there is one, else {@code sluice.redis.url}. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "dev.sluice.redis.RedisRateLimiter")
+  @ConditionalOnProperty(prefix = "sluice", name = "store", havingValue = "redis")
+  static class RedisStoreConfiguration {
+    /** With Spring Data Redis: its Lettuce factory when the application has one (looked up when the store is built). */
+    @Configuration(proxyBeanMethods = false)
+    // A member class is registered whatever its enclosing class's conditions say: it repeats them.
+    @ConditionalOnClass(value = LettuceConnectionFactory.class, name = "dev.sluice.redis.RedisRateLimiter")
+    @ConditionalOnProperty(prefix = "sluice", name = "store", havingValue = "redis")
+    static class WithSpringDataRedis {
+      @Bean
+      @ConditionalOnMissingBean(StoreLimiters.class)
+      StoreLimiters sluiceRedisStore(ObjectProvider<LettuceConnectionFactory> factories, SluiceProperties props) {
+        LettuceConnectionFactory factory = factories.getIfUnique();
+        if (factory == null) {
+          return RedisStoreLimiters.fromUrl(props);
+        }
+        if (!factory.isRunning()) {
+          factory.start();
+        }
+        // Spring's standalone client has no default URI (it names one per connection): give it the factory's.
+        RedisURI uri = null;
+        if (factory.getSentinelConfiguration() != null) {
+          throw new IllegalStateException("sluice.store=redis with a Sentinel connection factory: give sluice.redis.url "
+              + "a redis-sentinel:// URI and leave the factory to the application");
+        }
+        if (factory.getClusterConfiguration() == null) {
+          RedisStandaloneConfiguration c = factory.getStandaloneConfiguration();
+          RedisURI.Builder b = RedisURI.builder().withHost(c.getHostName()).withPort(c.getPort())
+              .withDatabase(c.getDatabase()).withSsl(factory.isUseSsl());
+          if (c.getPassword().isPresent()) {
+            b.withAuthentication(c.getUsername(), c.getPassword().get());
+          }
+          uri = b.build();
+        }
+        return new RedisStoreLimiters(factory.getNativeClient(), uri, false, props);
+      }
+    }
+
+    /** Without Spring Data Redis: {@code sluice.redis.url}. */
+    @Bean
+    @ConditionalOnMissingBean(StoreLimiters.class)
+    StoreLimiters sluiceRedisUrlStore(SluiceProperties props) {
+      return RedisStoreLimiters.fromUrl(props);
+    }
+  }
+
+  /** {@code sluice.store=jdbc}: PostgreSQL through the application's DataSource. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "dev.sluice.jdbc.JdbcRateLimiter")
+  @ConditionalOnProperty(prefix = "sluice", name = "store", havingValue = "jdbc")
+  static class JdbcStoreConfiguration {
+    @Bean
+    @ConditionalOnMissingBean(StoreLimiters.class)
+    StoreLimiters sluiceJdbcStore(DataSource dataSource, SluiceProperties props) {
+      return new JdbcStoreLimiters(dataSource, props);
+    }
+  }
+
+  /** Spring MVC: the servlet filter of {@code sluice.http.rules}. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+  @ConditionalOnClass(name = {"org.springframework.web.filter.OncePerRequestFilter", "jakarta.servlet.Filter"})
+  @ConditionalOnProperty(prefix = "sluice.http", name = "enabled", matchIfMissing = true)
+  static class ServletConfiguration {
+    @Bean
+    FilterRegistrationBean<SluiceServletFilter> sluiceServletFilter(SluiceProperties props, RateLimiterRegistry registry,
+        BeanFactory beans) {
+      HttpRules rules = new HttpRules(props.getHttp(), registry, beans);
+      FilterRegistrationBean<SluiceServletFilter> b = new FilterRegistrationBean<>(new SluiceServletFilter(rules));
+      b.setOrder(props.getHttp().getOrder());
+      b.setEnabled(!rules.isEmpty());
+      return b;
+    }
+  }
+
+  /** WebFlux: the {@code WebFilter} of {@code sluice.http.rules}, on the limiters' async methods. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
+  @ConditionalOnClass(name = "org.springframework.web.server.WebFilter")
+  @ConditionalOnProperty(prefix = "sluice.http", name = "enabled", matchIfMissing = true)
+  static class ReactiveConfiguration {
+    @Bean
+    SluiceWebFilter sluiceWebFilter(SluiceProperties props, RateLimiterRegistry registry, BeanFactory beans) {
+      return new SluiceWebFilter(new HttpRules(props.getHttp(), registry, beans), props.getHttp().getOrder());
+    }
+  }
+
+  /** The 429/503 answer to a refusal thrown from a controller, MVC or WebFlux. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnWebApplication
+  @ConditionalOnClass(name = "org.springframework.web.bind.annotation.ControllerAdvice")
+  static class RefusalAnswerConfiguration {
+    @Bean
+    RateLimitExceededHandler sluiceRateLimitExceededHandler() {
+      return new RateLimitExceededHandler();
+    }
+  }
+
+  /** Actuator: the {@code ratelimits} endpoint and, for a shared store, its health. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(Endpoint.class)
+  static class ActuatorConfiguration {
+    @Bean
+    @ConditionalOnMissingBean
+    RateLimitsEndpoint sluiceRateLimitsEndpoint(RateLimiterRegistry registry) {
+      return new RateLimitsEndpoint(registry);
+    }
+
+    @Bean(name = "sluiceHealthIndicator")
+    @ConditionalOnClass(HealthIndicator.class)
+    @ConditionalOnExpression("!'${sluice.store:memory}'.equalsIgnoreCase('memory')")
+    StoreHealthIndicator sluiceHealthIndicator(RateLimiterRegistry registry) {
+      return new StoreHealthIndicator(registry);
+    }
+  }
+
+  /** The interceptor, with the registry looked up at the first call (advisors are created early). */
+  private static final class LazyInterceptor implements org.aopalliance.intercept.MethodInterceptor {
+    private final ObjectProvider<RateLimiterRegistry> registry;
+    private final BeanFactory beans;
+    private volatile RateLimitedInterceptor delegate;
+
+    LazyInterceptor(ObjectProvider<RateLimiterRegistry> registry, BeanFactory beans) {
+      this.registry = registry;
+      this.beans = beans;
+    }
+
+    @Override public Object invoke(org.aopalliance.intercept.MethodInvocation mi) throws Throwable {
+      RateLimitedInterceptor d = delegate;
+      if (d == null) {
+        synchronized (this) {
+          d = delegate;
+          if (d == null) {
+            d = new RateLimitedInterceptor(registry.getObject(), beans);
+            delegate = d;
+          }
+        }
+      }
+      return d.invoke(mi);
+    }
+  }
+
+  /** One bean per policy: {@code @Qualifier("login") RateLimiter login}, the registry's limiter. */
+  static final class PolicyLimiterBeans implements BeanDefinitionRegistryPostProcessor, EnvironmentAware {
+    private Environment environment;
+
+    @Override public void setEnvironment(Environment environment) {
+      this.environment = environment;
+    }
+
+    @Override public void postProcessBeanDefinitionRegistry(BeanDefinitionRegistry registry) {
+      List<PolicyEntry> entries = Binder.get(environment)
+          .bind("sluice.policies", Bindable.listOf(PolicyEntry.class)).orElse(List.of());
+      for (Policy p : policies(entries)) {
+        String name = p.name();
+        RootBeanDefinition bd = new RootBeanDefinition();
+        bd.setTargetType(RateLimiter.class);
+        bd.setFactoryBeanName("sluiceRateLimiters");
+        bd.setFactoryMethodName("limiter");
+        bd.getConstructorArgumentValues().addIndexedArgumentValue(0, name);
+        bd.addQualifier(new AutowireCandidateQualifier(Qualifier.class, name));
+        bd.setDefaultCandidate(false);
+        registry.registerBeanDefinition("sluiceLimiter." + name, bd);
+      }
+    }
+
+    @Override public void postProcessBeanFactory(ConfigurableListableBeanFactory beanFactory) {}
+  }
+}

@@ -1,0 +1,194 @@
+package dev.sluice.spring;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * Everything under {@code sluice.*}. The policies are entries of the service's policy-file shape;
+ * the store is chosen once for all of them; HTTP rules say which requests are charged to which
+ * policy under which key.
+ */
+@ConfigurationProperties("sluice")
+public class SluiceProperties {
+  /** Where budgets are kept. */
+  public enum StoreType {
+    /** In this process (the default): exact, fastest, not shared between instances. */
+    MEMORY,
+    /** Redis: the application's Lettuce connection factory when Spring Data Redis is present, else sluice.redis.url. */
+    REDIS,
+    /** PostgreSQL through the application's DataSource. */
+    JDBC
+  }
+
+  /** What a decision the store could not make becomes. */
+  public enum FailureModeType {
+    /** Refuse (a 503 over HTTP). */
+    CLOSED,
+    /** Allow, and log a warning. */
+    OPEN,
+    /** Decide with an in-process limiter of the same policy until the store answers again. */
+    FALLBACK
+  }
+
+  /** The policies, in the shape of sluice serve's policy file. */
+  private List<PolicyEntry> policies = new ArrayList<>();
+  /** The store every policy's limiter uses. */
+  private StoreType store = StoreType.MEMORY;
+  /** Deadline of one store call (redis, jdbc); null keeps the backend's default (Redis 100ms). */
+  private Duration timeout;
+  /** What a failed store call decides (redis, jdbc). */
+  private FailureModeType failureMode = FailureModeType.CLOSED;
+  /** Most keys one policy's memory limiter tracks (the memory store, and the fallback's). */
+  private int maxKeys = 10_000;
+  private final Redis redis = new Redis();
+  private final Jdbc jdbc = new Jdbc();
+  private final Http http = new Http();
+
+  public List<PolicyEntry> getPolicies() { return policies; }
+
+  public void setPolicies(List<PolicyEntry> policies) { this.policies = policies; }
+
+  public StoreType getStore() { return store; }
+
+  public void setStore(StoreType store) { this.store = store; }
+
+  public Duration getTimeout() { return timeout; }
+
+  public void setTimeout(Duration timeout) { this.timeout = timeout; }
+
+  public FailureModeType getFailureMode() { return failureMode; }
+
+  public void setFailureMode(FailureModeType failureMode) { this.failureMode = failureMode; }
+
+  public int getMaxKeys() { return maxKeys; }
+
+  public void setMaxKeys(int maxKeys) { this.maxKeys = maxKeys; }
+
+  public Redis getRedis() { return redis; }
+
+  public Jdbc getJdbc() { return jdbc; }
+
+  public Http getHttp() { return http; }
+
+  /** sluice.redis.*: used when there is no Lettuce connection factory in the application. */
+  public static class Redis {
+    /** A redis:// URI, used when the application has no Lettuce connection factory. */
+    private String url = "redis://127.0.0.1:6379";
+
+    public String getUrl() { return url; }
+
+    public void setUrl(String url) { this.url = url; }
+  }
+
+  /** sluice.jdbc.*: the PostgreSQL store on the application's DataSource. */
+  public static class Jdbc {
+    /** The table budgets are kept in. */
+    private String table = "sluice_rate_limit";
+    /** Create the table (CREATE TABLE IF NOT EXISTS) at start-up. */
+    private boolean applySchema;
+
+    public String getTable() { return table; }
+
+    public void setTable(String table) { this.table = table; }
+
+    public boolean isApplySchema() { return applySchema; }
+
+    public void setApplySchema(boolean applySchema) { this.applySchema = applySchema; }
+  }
+
+  /** sluice.http.*: the servlet filter (Spring MVC) or WebFilter (WebFlux). */
+  public static class Http {
+    /** Install the filter when there are rules. */
+    private boolean enabled = true;
+    /**
+     * The filter's order: early by default (before Spring Security, whose filters are at -100); give
+     * a higher number (0) for keys on the authenticated principal.
+     */
+    private int order = SluiceWebFilter.ORDER;
+    /** Proxies (CIDR blocks) whose X-Forwarded-For is believed by the key's remoteAddress. */
+    private List<String> trustedProxies = new ArrayList<>();
+    /** The rules; the first that matches a request charges it, requests no rule matches pass. */
+    private List<Rule> rules = new ArrayList<>();
+
+    public boolean isEnabled() { return enabled; }
+
+    public void setEnabled(boolean enabled) { this.enabled = enabled; }
+
+    public int getOrder() { return order; }
+
+    public void setOrder(int order) { this.order = order; }
+
+    public List<String> getTrustedProxies() { return trustedProxies; }
+
+    public void setTrustedProxies(List<String> trustedProxies) { this.trustedProxies = trustedProxies; }
+
+    public List<Rule> getRules() { return rules; }
+
+    public void setRules(List<Rule> rules) { this.rules = rules; }
+  }
+
+  /** Header families a rule's answers carry. */
+  public enum HeaderFamily {
+    /** RateLimit-Policy and RateLimit (IETF draft). */
+    IETF,
+    /** X-RateLimit-Limit, -Remaining, -Reset. */
+    LEGACY
+  }
+
+  /** One HTTP rule. */
+  public static class Rule {
+    /** Path patterns (Spring PathPattern syntax: /api/**, /users/{id}); empty matches every path. */
+    private List<String> patterns = new ArrayList<>();
+    /** HTTP methods (GET, POST, ...); empty matches every method. */
+    private List<String> methods = new ArrayList<>();
+    /** The policy requests are charged to (a name from sluice.policies). */
+    private String policy;
+    /**
+     * The key, a SpEL expression over the request: remoteAddress (through trusted-proxies),
+     * header('X-Api-Key'), principal, method, path, and beans (@tenants.of(header('X-Tenant'))).
+     */
+    private String key = "remoteAddress";
+    /** Permits per request. */
+    private long permits = 1;
+    /** Give the permits back when the handler answers below 400 (only failures count: a login form). */
+    private boolean skipOnSuccess;
+    /** Give the permits back when the handler throws or answers 5xx. */
+    private boolean skipOnFailure;
+    /** Which limit header families to send; Retry-After is always sent on a refusal. */
+    private List<HeaderFamily> headers = new ArrayList<>(List.of(HeaderFamily.IETF, HeaderFamily.LEGACY));
+
+    public List<String> getPatterns() { return patterns; }
+
+    public void setPatterns(List<String> patterns) { this.patterns = patterns; }
+
+    public List<String> getMethods() { return methods; }
+
+    public void setMethods(List<String> methods) { this.methods = methods; }
+
+    public String getPolicy() { return policy; }
+
+    public void setPolicy(String policy) { this.policy = policy; }
+
+    public String getKey() { return key; }
+
+    public void setKey(String key) { this.key = key; }
+
+    public long getPermits() { return permits; }
+
+    public void setPermits(long permits) { this.permits = permits; }
+
+    public boolean isSkipOnSuccess() { return skipOnSuccess; }
+
+    public void setSkipOnSuccess(boolean skipOnSuccess) { this.skipOnSuccess = skipOnSuccess; }
+
+    public boolean isSkipOnFailure() { return skipOnFailure; }
+
+    public void setSkipOnFailure(boolean skipOnFailure) { this.skipOnFailure = skipOnFailure; }
+
+    public List<HeaderFamily> getHeaders() { return headers; }
+
+    public void setHeaders(List<HeaderFamily> headers) { this.headers = headers; }
+  }
+}

@@ -1,0 +1,116 @@
+package dev.sluice.spring;
+
+import dev.sluice.Decision;
+import dev.sluice.http.HttpVerdict;
+import dev.sluice.http.RequestView;
+import java.net.InetSocketAddress;
+import java.security.Principal;
+import java.util.List;
+import java.util.Optional;
+import org.springframework.core.Ordered;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.http.MediaType;
+import org.springframework.http.server.reactive.ServerHttpRequest;
+import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.web.server.ServerWebExchange;
+import org.springframework.web.server.WebFilter;
+import org.springframework.web.server.WebFilterChain;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The WebFlux front end of {@code sluice.http.rules}: the servlet filter's behaviour on the
+ * limiters' async methods ({@code tryAcquireAsync}), so that no event-loop thread waits on a store.
+ * A refund (skip-on-success / skip-on-failure) is a synchronous call and runs on the bounded-elastic
+ * scheduler, never on the event loop.
+ */
+public final class SluiceWebFilter implements WebFilter, Ordered {
+  /**
+   * The default order ({@code sluice.http.order}): early, before security's and the application's
+   * own filters spend work on a request that is refused.
+   */
+  public static final int ORDER = Ordered.HIGHEST_PRECEDENCE + 10;
+
+  private final HttpRules rules;
+  private final int order;
+
+  SluiceWebFilter(HttpRules rules, int order) {
+    this.rules = rules;
+    this.order = order;
+  }
+
+  @Override public int getOrder() {
+    return order;
+  }
+
+  @Override public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
+    ServerHttpRequest request = exchange.getRequest();
+    HttpRules.Rule rule = rules.match(request.getMethod().name(), request.getPath().pathWithinApplication().value());
+    if (rule == null) {
+      return chain.filter(exchange);
+    }
+    return exchange.getPrincipal().map(Optional::of).defaultIfEmpty(Optional.empty())
+        .flatMap(principal -> Mono.fromCompletionStage(() -> rule.limiter.tryAcquireAsync(
+            rule.keyOf(new View(request, principal.orElse(null))), rule.permits, rule.policy)))
+        .flatMap(d -> answer(exchange, chain, rule, d));
+  }
+
+  private static Mono<Void> answer(ServerWebExchange exchange, WebFilterChain chain, HttpRules.Rule rule, Decision d) {
+    HttpVerdict verdict = rule.verdict(d);
+    ServerHttpResponse response = exchange.getResponse();
+    for (HttpVerdict.Header h : verdict.headers()) {
+      response.getHeaders().set(h.name(), h.value());
+    }
+    if (!verdict.allowed()) {
+      response.setStatusCode(HttpStatusCode.valueOf(verdict.status()));
+      response.getHeaders().setContentType(MediaType.valueOf(HttpVerdict.PROBLEM_JSON));
+      return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(verdict.bodyBytes())));
+    }
+    if (!rule.refundsPossible()) {
+      return chain.filter(exchange);
+    }
+    return chain.filter(exchange)
+        .doOnSuccess(x -> refund(rule, d, false, status(response)))
+        .doOnError(e -> refund(rule, d, true, -1));
+  }
+
+  private static int status(ServerHttpResponse response) {
+    HttpStatusCode s = response.getStatusCode();
+    return s == null ? 200 : s.value();
+  }
+
+  private static void refund(HttpRules.Rule rule, Decision d, boolean threw, int status) {
+    if (rule.rateLimit.refunds(threw, status) && d.ticket().isPresent()) {
+      Mono.fromRunnable(() -> rule.limiter.refund(d.ticket().get())).subscribeOn(Schedulers.boundedElastic()).subscribe();
+    }
+  }
+
+  /** A reactive request as the key resolvers see it. */
+  private static final class View implements RequestView {
+    private final ServerHttpRequest r;
+    private final Principal principal;
+
+    View(ServerHttpRequest r, Principal principal) {
+      this.r = r;
+      this.principal = principal;
+    }
+
+    @Override public String remoteAddress() {
+      InetSocketAddress a = r.getRemoteAddress();
+      return a == null || a.getAddress() == null ? null : a.getAddress().getHostAddress();
+    }
+
+    @Override public String header(String name) { return r.getHeaders().getFirst(name); }
+
+    @Override public List<String> headers(String name) {
+      List<String> v = r.getHeaders().get(name);
+      return v == null ? List.of() : v;
+    }
+
+    @Override public Principal principal() { return principal; }
+
+    @Override public String method() { return r.getMethod().name(); }
+
+    @Override public String path() { return r.getPath().value(); }
+  }
+}

@@ -1,0 +1,61 @@
+package dev.sluice.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.InputStream;
+import java.lang.module.ModuleDescriptor;
+import java.lang.reflect.Modifier;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The starter's surface, kept honest. It is an automatic module (Spring Boot's jars are; Spring
+ * applications run on the class path), named in its manifest, and the name the core's qualified
+ * export of {@code dev.sluice.internal} (the policy shape) is given to.
+ */
+class ModuleTest {
+  static final Path DIR = Path.of(System.getenv().getOrDefault("SLUICE_MODULE_DIR", "."));
+
+  @Test void anAutomaticModuleTheCoreExportsThePolicyShapeTo() throws Exception {
+    assertThat(Files.readString(DIR.resolve("pom.xml")))
+        .contains("<Automatic-Module-Name>dev.sluice.spring.autoconfigure</Automatic-Module-Name>");
+    assertThat(DIR.resolve("src/main/java/module-info.java")).doesNotExist();
+    ModuleDescriptor core;
+    try (InputStream in = Files.newInputStream(DIR.resolve("../sluice-core/target/classes/module-info.class"))) {
+      core = ModuleDescriptor.read(in);
+    }
+    assertThat(core.exports()).anySatisfy(e -> {
+      assertThat(e.source()).isEqualTo("dev.sluice.internal");
+      assertThat(e.targets()).contains("dev.sluice.spring.autoconfigure");
+    });
+  }
+
+  @Test void thePublicTypesAreTheDeliberateOnes() throws Exception {
+    Set<String> publicTypes = new TreeSet<>();
+    try (Stream<Path> classes = Files.list(DIR.resolve("target/classes/dev/sluice/spring"))) {
+      for (Path p : (Iterable<Path>) classes::iterator) {
+        String n = p.getFileName().toString();
+        if (n.endsWith(".class") && !n.contains("$")) {
+          Class<?> c = Class.forName("dev.sluice.spring." + n.substring(0, n.length() - 6));
+          if (Modifier.isPublic(c.getModifiers())) {
+            publicTypes.add(c.getSimpleName());
+          }
+        }
+      }
+    }
+    assertThat(publicTypes).containsExactly("PolicyEntry", "RateLimitExceededHandler", "RateLimited", "RateLimiterRegistry",
+        "RateLimitsEndpoint", "RequestKeys", "SluiceAutoConfiguration", "SluiceProperties", "SluiceServletFilter",
+        "SluiceWebFilter", "StoreHealthIndicator", "StoreLimiters");
+    assertThat(Files.readString(DIR.resolve("target/classes/META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports")).strip())
+        .isEqualTo("dev.sluice.spring.SluiceAutoConfiguration");
+    assertThat(DIR.resolve("target/classes/META-INF/spring-configuration-metadata.json")).exists();
+  }
+
+  @Test void theStarterHoldsNoCode() {
+    assertThat(DIR.resolve("../sluice-spring-boot-starter/src")).doesNotExist();
+  }
+}

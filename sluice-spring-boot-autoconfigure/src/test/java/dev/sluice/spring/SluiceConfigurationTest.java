@@ -1,0 +1,68 @@
+package dev.sluice.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.RateLimiter;
+import dev.sluice.memory.MemoryRateLimiter;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
+
+/**
+ * Mistakes in {@code sluice.*} stop the application at start-up with a message naming the entry,
+ * the value and the rule: the policy shape's messages (the service's), and the rules' own.
+ * Without a web server: the auto-configuration alone, in a servlet context.
+ */
+class SluiceConfigurationTest {
+  final WebApplicationContextRunner runner = new WebApplicationContextRunner()
+      .withConfiguration(AutoConfigurations.of(SluiceAutoConfiguration.class));
+
+  static String[] policy(String... more) {
+    String[] base = {"sluice.policies[0].name=api", "sluice.policies[0].algorithm=fixed-window", "sluice.policies[0].limit=5"};
+    String[] all = java.util.Arrays.copyOf(base, base.length + more.length);
+    System.arraycopy(more, 0, all, base.length, more.length);
+    return all;
+  }
+
+  /** The outermost IllegalArgumentException under the start-up failure: Sluice's message, which the operator reads. */
+  static Throwable cause(org.springframework.boot.test.context.assertj.AssertableWebApplicationContext ctx) {
+    assertThat(ctx).hasFailed();
+    for (Throwable t = ctx.getStartupFailure(); t != null; t = t.getCause()) {
+      if (t instanceof IllegalArgumentException) {
+        return t;
+      }
+    }
+    throw new AssertionError("no IllegalArgumentException under " + ctx.getStartupFailure());
+  }
+
+  @Test void aGoodPolicyIsABeanByName() {
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m")).run(ctx -> {
+      assertThat(ctx).hasNotFailed();
+      assertThat(ctx.getBean("sluiceLimiter.api", RateLimiter.class)).isInstanceOf(MemoryRateLimiter.class);
+      assertThat(ctx.getBean(RateLimiterRegistry.class).limiter("api").policy().algorithm().id()).isEqualTo("fixed-window");
+    });
+  }
+
+  @Test void aDurationWithoutAUnitIsRefusedWithTheShapesMessage() {
+    runner.withPropertyValues(policy("sluice.policies[0].window=60")).run(ctx -> assertThat(cause(ctx)).hasMessage("sluice.policies: policy #1 ('api'): 'window' is 60 without a unit; write e.g. 60s or 60ms"));
+    runner.withPropertyValues(policy("sluice.policies[0].window=a minute")).run(ctx -> assertThat(cause(ctx)).hasMessage(
+        "sluice.policies: policy #1 ('api'): 'window' 'a minute' is not a duration; write a whole "
+            + "number and a unit (us, ms, s, m, h, d) such as 500ms or 1m, or ISO-8601 such as PT1M30S"));
+  }
+
+  @Test void aParameterOfAnotherAlgorithmIsRefused() {
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.policies[0].capacity=3")).run(ctx ->
+        assertThat(cause(ctx)).hasMessage("sluice.policies: policy #1 ('api'): unknown parameter 'capacity'; fixed-window takes limit, window"));
+  }
+
+  @Test void aRuleNamingNoKnownPolicyIsRefused() {
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=apj")).run(ctx ->
+        assertThat(cause(ctx)).hasMessage("sluice.http.rules[0].policy: no policy named 'apj' in sluice.policies; the policies are [api]"));
+  }
+
+  @Test void aKeyThatIsNotAnExpressionIsRefused() {
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
+        "sluice.http.rules[0].key=header('X-Api-Key'")).run(ctx ->
+        assertThat(cause(ctx)).hasMessageStartingWith("sluice.http.rules[0].key 'header('X-Api-Key'' is not a SpEL expression: "));
+  }
+}

@@ -1,0 +1,143 @@
+package dev.sluice.spring;
+
+import dev.sluice.guard.RateLimitExceededException;
+import java.util.concurrent.atomic.LongAdder;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.boot.web.embedded.netty.NettyReactiveWebServerFactory;
+import org.springframework.context.annotation.Bean;
+import org.springframework.http.ResponseEntity;
+import org.springframework.stereotype.Service;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+import reactor.core.publisher.Mono;
+
+/** The application the tests start: the same controllers serve Spring MVC and WebFlux. */
+@SpringBootApplication
+public class TestApp {
+  /**
+   * WebFlux on Reactor Netty, whose event loops must never block (Tomcat, on the class path for the
+   * MVC tests, would otherwise serve WebFlux too, on threads that may block).
+   */
+  @Bean
+  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
+  NettyReactiveWebServerFactory nettyReactiveWebServerFactory() {
+    return new NettyReactiveWebServerFactory();
+  }
+
+  /** Endpoints behind the HTTP rules and the annotations. */
+  @RestController
+  static class Api {
+    private final Greeter greeter;
+
+    Api(Greeter greeter) {
+      this.greeter = greeter;
+    }
+
+    @GetMapping("/api/hello")
+    String hello() {
+      return "hello";
+    }
+
+    @GetMapping("/load")
+    String load() {
+      return "load";
+    }
+
+    @GetMapping("/bulk")
+    String bulk() {
+      return "bulk";
+    }
+
+    @GetMapping("/thread")
+    String thread() {
+      return Thread.currentThread().getName();
+    }
+
+    @GetMapping("/open")
+    String open() {
+      return "no rule matches";
+    }
+
+    @PostMapping("/login")
+    ResponseEntity<String> login(@RequestParam boolean ok) {
+      return ok ? ResponseEntity.ok("in") : ResponseEntity.status(401).body("no");
+    }
+
+    @GetMapping("/greet/{user}")
+    String greet(@PathVariable String user) {
+      return greeter.greet(user);
+    }
+
+    @GetMapping("/greet-or-busy/{user}")
+    String greetOrBusy(@PathVariable String user) {
+      return greeter.greetOrBusy(user);
+    }
+
+    @GetMapping("/pair/{user}")
+    String pair(@PathVariable String user) {
+      greeter.both(user);
+      return "ok";
+    }
+
+    @GetMapping("/reactive/{user}")
+    Mono<String> reactive(@PathVariable String user) {
+      return greeter.greetLater(user);
+    }
+
+    /** Blocks on purpose: the WebFlux test's proof that its blocking detector sees a blocking call. */
+    @GetMapping("/sleep")
+    String sleep() throws InterruptedException {
+      Thread.sleep(1);
+      return "slept";
+    }
+  }
+
+  /** Methods under {@link RateLimited}. */
+  @Service
+  public static class Greeter {
+    private final LongAdder bothRan = new LongAdder();
+
+    /** Calls of {@link #both} that ran. */
+    public long bothRan() {
+      return bothRan.sum();
+    }
+
+    @RateLimited(policy = "per-user", key = "'user:' + #user")
+    public String greet(String user) {
+      return "hello " + user;
+    }
+
+    @RateLimited(policy = "per-user", key = "'busy:' + #p0", fallbackMethod = "busy")
+    public String greetOrBusy(String user) {
+      return "hello " + user;
+    }
+
+    String busy(String user, RateLimitExceededException refused) {
+      return "busy " + user + " (" + refused.policyName() + ", retry in " + refused.retryAfterSeconds() + " s)";
+    }
+
+    @RateLimited(policy = "pair-user", key = "#user")
+    @RateLimited(policy = "pair-all", key = "@keys.pairKey()", permits = "1")
+    public void both(String user) {
+      bothRan.increment();
+    }
+
+    @RateLimited(policy = "per-user", key = "'later:' + #user")
+    public Mono<String> greetLater(String user) {
+      return Mono.just("hello later " + user);
+    }
+  }
+
+  /** A bean a key expression calls. */
+  @Service("keys")
+  public static class Keys {
+    /** The one key of the shared pair leg. */
+    public String pairKey() {
+      return "everyone";
+    }
+  }
+}

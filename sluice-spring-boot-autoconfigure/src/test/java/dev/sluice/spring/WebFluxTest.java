@@ -1,0 +1,69 @@
+package dev.sluice.spring;
+
+import static dev.sluice.spring.EventLoops.BLOCKED;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.http.HttpResponse;
+import java.util.UUID;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+
+/**
+ * The WebFlux application (Reactor Netty, random port) on the memory store: the rules' WebFilter and
+ * a {@code Mono} method under {@code @RateLimited}, with BlockHound recording every blocking call on
+ * an event-loop thread. None may be made; a handler that sleeps on purpose proves the detector is on.
+ */
+@SpringBootTest(classes = TestApp.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+    properties = "spring.main.web-application-type=reactive")
+class WebFluxTest {
+  @LocalServerPort int port;
+  Client client;
+  final String id = UUID.randomUUID().toString();
+
+  @BeforeAll static void blockHound() {
+    EventLoops.watch();
+  }
+
+  @BeforeEach void client() {
+    client = new Client(port);
+    BLOCKED.clear();
+  }
+
+  @Test void requestsRunOnTheEventLoopAndTheDetectorSeesABlockingCallThere() {
+    assertThat(client.get("/thread").body()).startsWith("reactor-http-");
+    assertThat(client.get("/sleep").body()).isEqualTo("slept");
+    assertThat(BLOCKED).anySatisfy(b -> assertThat(b).contains("sleep on reactor-http-"));
+  }
+
+  @Test void theWebFilterRefusesWithTheVerdictAndNeverBlocks() {
+    for (int i = 1; i <= 3; i++) {
+      HttpResponse<String> ok = client.get("/api/hello", "X-Client", id);
+      assertThat(ok.statusCode()).isEqualTo(200);
+      assertThat(ok.headers().firstValue("X-RateLimit-Remaining")).hasValue(Integer.toString(3 - i));
+      assertThat(ok.headers().firstValue("RateLimit-Policy")).hasValue("\"api\";q=3;w=3600");
+    }
+    HttpResponse<String> refused = client.get("/api/hello", "X-Client", id);
+    assertThat(refused.statusCode()).isEqualTo(429);
+    assertThat(refused.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+    assertThat(refused.headers().firstValue("Retry-After")).isPresent();
+    assertThat(refused.headers().firstValue("X-RateLimit-Remaining")).hasValue("0");
+    assertThat(Client.json(refused).get("reason").asText()).isEqualTo("limit_exceeded");
+    for (int i = 0; i < 4; i++) {
+      assertThat(client.post("/login?ok=true", "X-Client", id).statusCode()).isEqualTo(200);
+    }
+    assertThat(BLOCKED).isEmpty();
+  }
+
+  @Test void aMonoMethodUnderTheAnnotationIsDecidedAsynchronously() {
+    assertThat(client.get("/reactive/" + id).body()).isEqualTo("hello later " + id);
+    assertThat(client.get("/reactive/" + id).statusCode()).isEqualTo(200);
+    HttpResponse<String> refused = client.get("/reactive/" + id);
+    assertThat(refused.statusCode()).isEqualTo(429);
+    assertThat(refused.headers().firstValue("RateLimit-Policy")).hasValue("\"per-user\";q=2;w=3600");
+    assertThat(Client.json(refused).get("policy").asText()).isEqualTo("per-user");
+    assertThat(BLOCKED).isEmpty();
+  }
+}
