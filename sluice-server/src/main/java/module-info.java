@@ -20,6 +20,7 @@ module dev.sluice.server {
   requires micrometer.registry.prometheus;
   requires org.knowm.xchart;
   requires java.desktop;
+  requires jdk.unsupported; // sun.misc.Signal: SIGTERM and SIGINT drain and exit 0 (Signals)
 
   opens dev.sluice.server to info.picocli;
 }

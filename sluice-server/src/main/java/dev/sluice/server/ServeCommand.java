@@ -16,8 +16,6 @@ import picocli.CommandLine.Option;
     description = {"Runs the rate-limit service: a JSON HTTP API over the policies of a YAML file.",
         "Store: the embedded memory store by default (per process), or --redis / --postgres to share limits between instances."})
 final class ServeCommand implements Callable<Integer> {
-  private static volatile boolean serving;
-
   @Option(names = {"-c", "--config"}, required = true, paramLabel = "FILE", description = "Policy file (YAML), e.g. examples/policies.yaml.")
   Path config;
 
@@ -103,10 +101,6 @@ final class ServeCommand implements Callable<Integer> {
     }
   }
 
-  static boolean keepsRunning() {
-    return serving;
-  }
-
   @Override public Integer call() throws Exception {
     PrintStream out = System.out;
     if (redis != null && postgres != null) {
@@ -125,19 +119,9 @@ final class ServeCommand implements Callable<Integer> {
       store.close();
       throw e;
     }
+    java.util.concurrent.CountDownLatch stopRequested = new java.util.concurrent.CountDownLatch(1);
+    Signals.onStop(stopRequested::countDown);
     server.start();
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      out.println("sluice: stopping (draining requests in flight for up to " + shutdownTimeout + ")");
-      long t0 = System.nanoTime();
-      try {
-        server.stop();
-        out.println("sluice: stopped after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
-      } catch (Exception e) {
-        out.println("sluice: stop failed: " + e);
-      }
-      out.flush();
-    }, "sluice-shutdown"));
-    serving = true;
     String first = policies.get(0).name();
     out.println("sluice: " + policies.size() + " policies from " + config + " ("
         + policies.stream().map(p -> p.name() + " " + p.algorithm().id()).collect(Collectors.joining(", ")) + ")");
@@ -155,7 +139,18 @@ final class ServeCommand implements Callable<Integer> {
         + " -d '{\"policy\":\"" + first + "\",\"key\":\"alice\"}'");
     out.println("sluice: stop with Ctrl-C or SIGTERM");
     out.flush();
-    server.join();
+    stopRequested.await();
+    out.println("sluice: stopping (draining requests in flight for up to " + shutdownTimeout + ")");
+    long t0 = System.nanoTime();
+    try {
+      server.stop();
+    } catch (Exception e) {
+      out.println("sluice: stop was not clean after " + (System.nanoTime() - t0) / 1_000_000 + " ms: " + e);
+      out.flush();
+      return 1;
+    }
+    out.println("sluice: stopped after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+    out.flush();
     return 0;
   }
 }
