@@ -9,20 +9,20 @@ import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
-import org.eclipse.jetty.server.handler.GracefulHandler;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
  * The rate-limit service: the {@link ApiHandler} on an embedded Jetty 12 server.
  *
  * <p>{@link #stop()} is graceful: the connector stops accepting, requests in flight finish (up to the
- * stop timeout), and then the store is closed.
+ * stop timeout), a request arriving meanwhile on an open connection is served and gets
+ * {@code Connection: close}, and then the store is closed.
  */
 public final class SluiceServer implements AutoCloseable {
   private final Server jetty;
   private final ServerConnector connector;
   private final Store store;
-  private final GracefulHandler graceful;
+  private final InFlightHandler inFlight;
   private final ApiHandler api;
   private final List<Policy> policies;
 
@@ -40,14 +40,15 @@ public final class SluiceServer implements AutoCloseable {
     connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
     connector.setHost(host);
     connector.setPort(port);
-    // On stop, idle keep-alive connections are closed after 100 ms instead of Jetty's default second;
-    // requests in flight are still drained by the GracefulHandler up to the stop timeout.
-    connector.setShutdownIdleTimeout(100);
+    // On stop, a keep-alive connection idle for a second is closed; one whose client sends a request
+    // within that second is answered (with Connection: close). Requests in flight drain up to the
+    // stop timeout (see InFlightHandler).
+    connector.setShutdownIdleTimeout(Math.min(1000, Math.max(1, stopTimeout.toMillis())));
     jetty.addConnector(connector);
     api = new ApiHandler(policies, store, ticker, new TicketCodec(), new SpentTickets(spentTicketCapacity),
         new ServerMetrics());
-    graceful = new GracefulHandler(api);
-    jetty.setHandler(graceful);
+    inFlight = new InFlightHandler(api);
+    jetty.setHandler(inFlight);
     jetty.setErrorHandler(new JsonErrorHandler());
     jetty.setStopTimeout(stopTimeout.toMillis());
     jetty.setStopAtShutdown(false);
@@ -85,7 +86,7 @@ public final class SluiceServer implements AutoCloseable {
 
   /** Requests being handled now (those a graceful stop waits for). */
   long requestsInFlight() {
-    return graceful.getCurrentRequestCount();
+    return inFlight.count();
   }
 
   List<Policy> policies() {

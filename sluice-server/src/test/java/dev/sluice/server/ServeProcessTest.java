@@ -2,6 +2,7 @@ package dev.sluice.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sluice.internal.Checks;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
@@ -41,6 +42,96 @@ class ServeProcessTest {
       p.signal("INT");
       assertThat(p.exitStatus()).as("%s", p.lines()).isZero();
       assertThat(p.lines()).anyMatch(l -> l.matches("sluice: stopped after \\d+ ms"));
+    }
+  }
+
+  /**
+   * Issue 17.2: during the drain a request on an open keep-alive connection got 503
+   * {"error":"unavailable"}. It is served now, and its answer closes the connection; a request in
+   * flight finishes; no new connection is accepted; the process exits 0.
+   */
+  @Test void drainServesKeepAliveRequestsWithConnectionCloseInsteadOf503() throws Exception {
+    Path config = dir.resolve("policies.yaml");
+    Files.writeString(config, ServerApiTest.POLICIES);
+    try (ServeProcess p = ServeProcess.start(dir, "--config", config.toString(), "--port", "0", "--shutdown-timeout", "20s");
+         RawConnection idle = new RawConnection(p.base.getPort());
+         RawConnection slow = new RawConnection(p.base.getPort())) {
+      String body = "{\"policy\":\"api\",\"key\":\"drain\"}"; // a bucket of 10: four requests fit
+      // Both connections accepted and kept alive: each has had one answer without Connection: close.
+      assertThat(slow.exchange(body)).startsWith("HTTP/1.1 200 OK").doesNotContainIgnoringCase("Connection: close");
+      assertThat(idle.exchange(body)).startsWith("HTTP/1.1 200 OK").doesNotContainIgnoringCase("Connection: close");
+      slow.send(RawConnection.head(body) + body.substring(0, 10)); // a request in flight: its body is still arriving
+
+      p.signal("TERM");
+      p.awaitLine("sluice: stopping");
+      ServerApiTest.awaitTrue(() -> !acceptsConnections(p.base.getPort()));
+
+      String answer = idle.exchange(body);
+      assertThat(answer).startsWith("HTTP/1.1 200 OK").containsIgnoringCase("Connection: close").contains("\"allowed\":true");
+      assertThat(idle.atEnd()).as("closed after its last answer").isTrue();
+
+      slow.send(body.substring(10));
+      assertThat(slow.readResponse()).startsWith("HTTP/1.1 200 OK").containsIgnoringCase("Connection: close");
+      assertThat(slow.atEnd()).isTrue();
+      assertThat(p.exitStatus()).as("%s", p.lines()).isZero();
+    }
+  }
+
+  private static boolean acceptsConnections(int port) {
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+      return true;
+    } catch (java.io.IOException e) {
+      return false;
+    }
+  }
+
+  /** One HTTP/1.1 connection written and read byte by byte, so a test controls when each part is sent. */
+  static final class RawConnection implements AutoCloseable {
+    private final java.net.Socket socket;
+    private final java.io.InputStream in;
+
+    RawConnection(int port) throws java.io.IOException {
+      socket = new java.net.Socket("127.0.0.1", port);
+      socket.setSoTimeout(15_000);
+      in = new java.io.BufferedInputStream(socket.getInputStream());
+    }
+
+    static String head(String body) {
+      return "POST /v1/acquire HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: "
+          + body.getBytes(java.nio.charset.StandardCharsets.UTF_8).length + "\r\n\r\n";
+    }
+
+    void send(String s) throws java.io.IOException {
+      socket.getOutputStream().write(s.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      socket.getOutputStream().flush();
+    }
+
+    String exchange(String body) throws java.io.IOException {
+      send(head(body) + body);
+      return readResponse();
+    }
+
+    /** One response: the head up to the blank line, then Content-Length bytes of body. */
+    String readResponse() throws java.io.IOException {
+      StringBuilder head = new StringBuilder();
+      while (!head.toString().endsWith("\r\n\r\n")) {
+        int c = in.read();
+        if (c < 0) {
+          throw new java.io.EOFException("connection closed after " + Checks.quote(head.toString()));
+        }
+        head.append((char) c);
+      }
+      java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?i)content-length: (\\d+)").matcher(head);
+      int length = m.find() ? Integer.parseInt(m.group(1)) : 0;
+      return head + new String(in.readNBytes(length), java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    boolean atEnd() throws java.io.IOException {
+      return in.read() < 0;
+    }
+
+    @Override public void close() throws java.io.IOException {
+      socket.close();
     }
   }
 
