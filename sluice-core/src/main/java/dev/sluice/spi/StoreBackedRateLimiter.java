@@ -44,8 +44,8 @@ import java.util.function.BiConsumer;
  *       ticket routed to the fallback (whose own it may be) or {@link Refund#NO_EFFECT}; a refund that
  *       may have reached the store stays spent, one that certainly did not
  *       ({@link StoreNotReachedException}, or a step that wrote nothing) can be retried;
- *   <li>listener events: one decision event per decision, one store-call event per step, one refund
- *       event per refund.
+ *   <li>listener events: one decision event per acquire (a peek charges nothing and is no decision,
+ *       as on the memory tier), one store-call event per step, one refund event per refund.
  * </ul>
  * A budget is its policy's name and the key: a backend keys its state by those two alone, so a
  * per-call override with the same name and other numbers applies them to the existing state.
@@ -235,7 +235,8 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
   protected final Decision peekAtTime(String key, Policy p, long nowMicros) {
     Checks.key(key);
     P plan = plan(p);
-    return finish(decide(plan, p, Step.PEEK, key, 1, nowMicros), key);
+    // Not finish(): a peek is no decision, so health probes and dashboards never inflate the counts.
+    return decide(plan, p, Step.PEEK, key, 1, nowMicros);
   }
 
   /** {@link #refund} at {@code nowMicros} (or {@link #STORE_CLOCK}). */

@@ -43,7 +43,8 @@ import org.eclipse.jetty.util.Fields;
  *   POST /v1/refund   {"ticket":"..."}                              -> 200 {"result":"applied"|"no_effect"} | 503 failed
  *   GET  /v1/peek?policy=api&amp;key=user:42                            -> 200, the decision one permit would get, nothing charged
  *   GET  /v1/policies                                               -> the configured policies
- *   GET  /healthz                                                   -> 200 up | 503 down (shared stores are asked)
+ *   GET  /healthz                                                   -> 200 up: liveness, the process answers (no store call)
+ *   GET  /readyz                                                    -> 200 ready | 503 not_ready: the store answered its last probe
  *   GET  /metrics                                                   -> Prometheus text
  * </pre>
  * A bad request gets 400 and {@code {"error":"bad_request","message":"..."}} saying what was wrong; an
@@ -76,9 +77,13 @@ final class ApiHandler extends Handler.Abstract {
   private final Timer refundTimer;
   private final Timer peekTimer;
   private final String policiesBody;
+  private final String livenessBody;
+  private final Readiness readiness;
 
-  ApiHandler(List<Policy> policies, Store store, Ticker ticker, TicketCodec tickets, SpentTickets spent, ServerMetrics metrics) {
+  ApiHandler(List<Policy> policies, Store store, Ticker ticker, TicketCodec tickets, SpentTickets spent, ServerMetrics metrics,
+             Readiness readiness) {
     this.store = store;
+    this.readiness = readiness;
     this.ticker = ticker;
     this.tickets = tickets;
     this.spent = spent;
@@ -95,6 +100,7 @@ final class ApiHandler extends Handler.Abstract {
     this.acquireTimer = metrics.requestTimer("acquire");
     this.refundTimer = metrics.requestTimer("refund");
     this.peekTimer = metrics.requestTimer("peek");
+    this.livenessBody = "{\"status\":\"up\",\"store\":\"" + store.name() + "\"}";
     this.policiesBody = write(g -> {
       g.writeStartObject();
       g.writeStringField("store", store.name());
@@ -152,7 +158,11 @@ final class ApiHandler extends Handler.Abstract {
         }
         case "/healthz" -> {
           requireMethod(method, "GET");
-          health(response, callback);
+          send(response, callback, 200, livenessBody);
+        }
+        case "/readyz" -> {
+          requireMethod(method, "GET");
+          ready(response, callback);
         }
         case "/metrics" -> {
           requireMethod(method, "GET");
@@ -161,7 +171,8 @@ final class ApiHandler extends Handler.Abstract {
           Content.Sink.write(response, true, metrics.scrape(), callback);
         }
         default -> throw new ApiError(404, "not_found", "no route " + method + " " + path
-            + "; routes: POST /v1/acquire, POST /v1/refund, GET /v1/peek, GET /v1/policies, GET /healthz, GET /metrics");
+            + "; routes: POST /v1/acquire, POST /v1/refund, GET /v1/peek, GET /v1/policies, GET /healthz, GET /readyz,"
+            + " GET /metrics");
       }
     } catch (ApiError e) {
       if (e.status == 405) {
@@ -288,26 +299,15 @@ final class ApiHandler extends Handler.Abstract {
     send(response, callback, 200, decisionBody(verdict, null));
   }
 
-  private void health(Response response, Callback callback) {
-    boolean up = true;
-    String reason = null;
-    if (store.shared()) {
-      // Ask the store: a peek writes nothing, and its reason says whether the store answered.
-      Entry e = entries.values().iterator().next();
-      Decision d = e.limiter().peek("sluice:healthz", e.policy());
-      if (d.reason().isFailure()) {
-        up = false;
-        reason = HttpVerdict.code(d.reason());
-      }
-    }
-    boolean isUp = up;
-    String why = reason;
-    send(response, callback, up ? 200 : 503, write(g -> {
+  /** Readiness: the store's last probe (at most one a second, never a decision); 503 while it does not answer. */
+  private void ready(Response response, Callback callback) {
+    Readiness.Status s = readiness.status();
+    send(response, callback, s.ready() ? 200 : 503, write(g -> {
       g.writeStartObject();
-      g.writeStringField("status", isUp ? "up" : "down");
+      g.writeStringField("status", s.ready() ? "ready" : "not_ready");
       g.writeStringField("store", store.name());
-      if (why != null) {
-        g.writeStringField("reason", why);
+      if (!s.ready()) {
+        g.writeStringField("reason", s.reason());
       }
       g.writeEndObject();
     }));

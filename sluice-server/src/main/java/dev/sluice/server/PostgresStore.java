@@ -99,6 +99,19 @@ final class PostgresStore extends Store {
     }
   }
 
+  /** A connection from the pool, validated by the driver within the store timeout. */
+  @Override String probe() {
+    long start = System.nanoTime();
+    try (java.sql.Connection c = dataSource.getConnection()) {
+      if (c.isValid((int) Math.max(1, (timeout.toMillis() + 999) / 1000))) {
+        return System.nanoTime() - start > timeout.toNanos() ? "timeout" : null;
+      }
+      return "store_unavailable";
+    } catch (SQLException | RuntimeException e) {
+      return System.nanoTime() - start > timeout.toNanos() ? "timeout" : "store_unavailable";
+    }
+  }
+
   private void sweep() {
     if (limiters.isEmpty()) {
       return;

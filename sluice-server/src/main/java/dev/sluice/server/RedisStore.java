@@ -7,9 +7,13 @@ import dev.sluice.RateLimiter;
 import dev.sluice.redis.RedisRateLimiter;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.codec.StringCodec;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * Counts in Redis ({@code sluice-redis}): one Lua script per decision, time from the Redis server,
@@ -23,6 +27,7 @@ final class RedisStore extends Store {
   private final FailureMode failureMode;
   private final Duration timeout;
   private final List<RedisRateLimiter> limiters = new CopyOnWriteArrayList<>();
+  private StatefulRedisConnection<String, String> probe;
 
   RedisStore(String url, FailureMode failureMode, Duration timeout) {
     this.url = url;
@@ -52,7 +57,33 @@ final class RedisStore extends Store {
     return l;
   }
 
+  /** A PING on a connection of its own, opened on first use and again after a failure. */
+  @Override synchronized String probe() {
+    try {
+      if (probe == null || !probe.isOpen()) {
+        if (probe != null) {
+          probe.closeAsync();
+        }
+        probe = null;
+        probe = client.connectAsync(StringCodec.UTF8, uri).get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+      }
+      return "PONG".equals(probe.async().ping().get(timeout.toNanos(), TimeUnit.NANOSECONDS)) ? null : "store_unavailable";
+    } catch (TimeoutException e) {
+      return "timeout";
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "store_unavailable";
+    } catch (Exception e) {
+      return "store_unavailable";
+    }
+  }
+
   @Override public void close() {
+    synchronized (this) {
+      if (probe != null) {
+        probe.close();
+      }
+    }
     for (RedisRateLimiter l : limiters) {
       l.close();
     }

@@ -127,11 +127,10 @@ final class ServeCommand implements Callable<Integer> {
         + policies.stream().map(p -> p.name() + " " + p.algorithm().id()).collect(Collectors.joining(", ")) + ")");
     out.println("sluice: store: " + store.describe());
     if (store.shared()) {
-      Policy p = policies.get(0);
-      dev.sluice.Decision probe = server.limiterFor(p).peek("sluice:startup", p);
-      if (probe.reason().isFailure()) {
-        out.println("sluice: WARNING: the store does not answer yet (" + probe.reason().name().toLowerCase(java.util.Locale.ROOT)
-            + "); decisions follow --failure-mode " + failureMode + " until it does");
+      String down = server.probeStore();
+      if (down != null) {
+        out.println("sluice: WARNING: the store does not answer yet (" + down + "); decisions follow --failure-mode " + failureMode
+            + " until it does");
       }
     }
     out.println("sluice: listening on " + server.uri());

@@ -25,6 +25,9 @@ public final class SluiceServer implements AutoCloseable {
   private final InFlightHandler inFlight;
   private final ApiHandler api;
   private final List<Policy> policies;
+  private final Readiness readiness;
+  /** At most one store probe a second for {@code /readyz}, however often an orchestrator asks. */
+  static final long READINESS_INTERVAL_NANOS = 1_000_000_000L;
 
   SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
                int spentTicketCapacity) {
@@ -45,8 +48,9 @@ public final class SluiceServer implements AutoCloseable {
     // stop timeout (see InFlightHandler).
     connector.setShutdownIdleTimeout(Math.min(1000, Math.max(1, stopTimeout.toMillis())));
     jetty.addConnector(connector);
+    readiness = new Readiness(store, READINESS_INTERVAL_NANOS, System::nanoTime);
     api = new ApiHandler(policies, store, ticker, new TicketCodec(), new SpentTickets(spentTicketCapacity),
-        new ServerMetrics());
+        new ServerMetrics(), readiness);
     inFlight = new InFlightHandler(api);
     jetty.setHandler(inFlight);
     jetty.setErrorHandler(new JsonErrorHandler());
@@ -77,6 +81,11 @@ public final class SluiceServer implements AutoCloseable {
       host = "[" + host + "]";
     }
     return URI.create("http://" + host + ":" + port());
+  }
+
+  /** Probes the store now (no decision): null when it answered, else the reason. */
+  String probeStore() {
+    return readiness.probe().reason();
   }
 
   /** The limiter deciding for {@code policy}. */

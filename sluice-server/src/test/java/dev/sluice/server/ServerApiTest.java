@@ -195,6 +195,7 @@ class ServerApiTest {
     HttpResponse<String> h = http.get("/healthz");
     assertThat(h.statusCode()).isEqualTo(200);
     assertThat(h.body()).isEqualTo("{\"status\":\"up\",\"store\":\"memory\"}");
+    assertThat(http.get("/readyz").body()).isEqualTo("{\"status\":\"ready\",\"store\":\"memory\"}");
 
     acquire("login", "m", 3);
     acquire("login", "m", 1);

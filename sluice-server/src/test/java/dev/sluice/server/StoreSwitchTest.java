@@ -89,6 +89,7 @@ class StoreSwitchTest {
     String login = "login-" + suffix;
     assertThat(ServerApiTest.json(ha.get("/v1/policies")).get("store").textValue()).isEqualTo(store);
     assertThat(ha.get("/healthz").body()).isEqualTo("{\"status\":\"up\",\"store\":\"" + store + "\"}");
+    probesAndPeeksAreNoDecisions(ha, login);
 
     HttpResponse<String> first = ha.post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"alice\",\"permits\":2}");
     assertThat(first.statusCode()).as(first.body()).isEqualTo(200);
@@ -133,6 +134,28 @@ class StoreSwitchTest {
     assertThat(ha.post("/v1/acquire", "{\"policy\":\"" + log + "\",\"key\":\"carol\"}").statusCode()).isEqualTo(429);
   }
 
+  /**
+   * Issue 17.3: on Redis and PostgreSQL every /healthz (a store peek) and every /v1/peek added to
+   * sluice_decisions_total{outcome="allowed"}. Probes and peeks are no decisions: the first acquire is
+   * the policy's first count.
+   */
+  private static void probesAndPeeksAreNoDecisions(Http h, String policy) {
+    for (int i = 0; i < 20; i++) {
+      assertThat(h.get("/healthz").statusCode()).isEqualTo(200);
+      assertThat(h.get("/readyz").statusCode()).isEqualTo(200);
+      assertThat(h.get("/v1/peek?policy=" + policy + "&key=probe-" + i).statusCode()).isEqualTo(200);
+    }
+    assertThat(h.get("/readyz").body()).isEqualTo("{\"status\":\"ready\",\"store\":\"" + storeOf(h) + "\"}");
+    assertThat(h.get("/metrics").body()).doesNotContainPattern("sluice_decisions_total\\{[^}]*policy=\"" + policy + "\"");
+    assertThat(h.post("/v1/acquire", "{\"policy\":\"" + policy + "\",\"key\":\"probe-0\"}").statusCode()).isEqualTo(200);
+    assertThat(h.get("/metrics").body())
+        .contains("sluice_decisions_total{outcome=\"allowed\",policy=\"" + policy + "\",reason=\"within_limit\"} 1.0");
+  }
+
+  private static String storeOf(Http h) {
+    return ServerApiTest.json(h.get("/v1/policies")).get("store").textValue();
+  }
+
   @Test void anUnreachableStoreIs503WithoutLimitHeadersOrAllowedWhenOpen() throws Exception {
     for (Store down : List.of(Store.redis(NOWHERE_REDIS, FailureMode.closed(), Duration.ofMillis(200)),
         Store.postgres(NOWHERE_POSTGRES, "sluice_server_nowhere", FailureMode.closed(), Duration.ofMillis(300), Duration.ofMinutes(1)))) {
@@ -145,9 +168,13 @@ class StoreSwitchTest {
         assertThat(ServerApiTest.header(r, "Retry-After")).isEqualTo("1");
         assertThat(ServerApiTest.json(r).get("reason").textValue()).isIn("store_unavailable", "timeout");
         assertThat(ServerApiTest.json(r).get("path").textValue()).isEqualTo("failure_mode");
-        HttpResponse<String> health = h.get("/healthz");
-        assertThat(health.statusCode()).isEqualTo(503);
-        assertThat(ServerApiTest.json(health).get("status").textValue()).isEqualTo("down");
+        // Liveness: the process answers, whatever the store does (an orchestrator must not restart it);
+        // readiness: the store does not answer.
+        assertThat(h.get("/healthz").statusCode()).isEqualTo(200);
+        HttpResponse<String> ready = h.get("/readyz");
+        assertThat(ready.statusCode()).isEqualTo(503);
+        assertThat(ServerApiTest.json(ready).get("status").textValue()).isEqualTo("not_ready");
+        assertThat(ServerApiTest.json(ready).get("reason").textValue()).isIn("store_unavailable", "timeout");
         assertThat(h.get("/metrics").body()).containsPattern("sluice_decisions_total\\{outcome=\"refused\",policy=\"login-" + suffix
             + "\",reason=\"(store_unavailable|timeout)\"} [1-9]");
       }
