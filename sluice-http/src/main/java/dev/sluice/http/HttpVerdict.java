@@ -92,7 +92,9 @@ public final class HttpVerdict {
     } else {
       headers.add(new Header(RateLimitHeaders.RETRY_AFTER, Long.toString(retryAfterSeconds(decisive))));
       if (hasLimits(decisive)) {
-        families.limits(decisive, nowMicros, (n, v) -> headers.add(new Header(n, v)));
+        // t and X-RateLimit-Reset say when the refused request fits again: exactly Retry-After.
+        long resumesAt = nowMicros + retryAfterSeconds(decisive) * 1_000_000L;
+        families.refused(decisive, resumesAt, nowMicros, (n, v) -> headers.add(new Header(n, v)));
       }
     }
     Map<String, Object> fields = fields(decisive);

@@ -22,7 +22,11 @@ import java.util.function.BiConsumer;
  *
  * <p>{@code q} is the policy's limit (a bucket's capacity, GCRA's burst); {@code w} is its window in
  * seconds (for a bucket: the time to refill from empty); {@code r} the permits remaining;
- * {@code t} the seconds until the window resets or the bucket is full again. Every second count is
+ * {@code t} the seconds until the window resets or the bucket is full again on an allowed answer,
+ * and on a refusal the seconds until the refused request fits again, which is its
+ * {@code Retry-After} (and {@code X-RateLimit-Reset} that instant): for a refilling algorithm (token
+ * bucket, GCRA) a refusal's "full again" lies well past the moment the next permits come back, and
+ * {@code r=0;t=4} beside {@code Retry-After: 1} would contradict itself. Every second count is
  * rounded up, so a client that waits as told is never early. Decisions served by a failure mode
  * (no store answered) render no limit headers.
  */
@@ -81,21 +85,22 @@ public final class RateLimitHeaders {
     }
     if (legacy) {
       Decision tight = b != null && b.remaining() < a.remaining() ? b : a;
-      legacy(tight, out);
+      legacy(tight, tight.resetAtMicros(), out);
     }
   }
 
   /**
-   * The limit headers of one decision (the families switched on), whatever its outcome; the caller
-   * ({@link HttpVerdict}) decides whether a response carries them.
+   * The limit headers of a refusal (the families switched on), reporting {@code resumesAtMicros}, the
+   * instant the refused request fits again, as the reset ({@code t}, {@code X-RateLimit-Reset}); the
+   * caller ({@link HttpVerdict}) decides whether a response carries them.
    */
-  void limits(Decision d, long nowMicros, BiConsumer<String, String> out) {
+  void refused(Decision d, long resumesAtMicros, long nowMicros, BiConsumer<String, String> out) {
     if (ietf) {
       out.accept(RATE_LIMIT_POLICY, policyItem(d));
-      out.accept(RATE_LIMIT, limitItem(d, nowMicros));
+      out.accept(RATE_LIMIT, limitItem(d, resumesAtMicros, nowMicros));
     }
     if (legacy) {
-      legacy(d, out);
+      legacy(d, resumesAtMicros, out);
     }
   }
 
@@ -103,10 +108,10 @@ public final class RateLimitHeaders {
     return d == null || d.path() == Path.FAILURE_MODE ? null : d;
   }
 
-  private static void legacy(Decision d, BiConsumer<String, String> out) {
+  private static void legacy(Decision d, long resetAtMicros, BiConsumer<String, String> out) {
     out.accept(X_LIMIT, Long.toString(d.limit()));
     out.accept(X_REMAINING, Long.toString(d.remaining()));
-    out.accept(X_RESET, Long.toString(ceilSeconds(d.resetAtMicros())));
+    out.accept(X_RESET, Long.toString(ceilSeconds(resetAtMicros)));
   }
 
   /** {@code "api";q=100;w=60}. Policy names need no escaping: they are {@code [A-Za-z0-9._:-]}. */
@@ -116,7 +121,11 @@ public final class RateLimitHeaders {
 
   /** {@code "api";r=50;t=30}. */
   public static String limitItem(Decision d, long nowMicros) {
-    return "\"" + d.policy().name() + "\";r=" + d.remaining() + ";t=" + Math.max(0, ceilSeconds(d.resetAtMicros() - nowMicros));
+    return limitItem(d, d.resetAtMicros(), nowMicros);
+  }
+
+  private static String limitItem(Decision d, long resetAtMicros, long nowMicros) {
+    return "\"" + d.policy().name() + "\";r=" + d.remaining() + ";t=" + Math.max(0, ceilSeconds(resetAtMicros - nowMicros));
   }
 
   /** The policy's window in whole seconds, rounded up: a bucket's time to refill from empty. */

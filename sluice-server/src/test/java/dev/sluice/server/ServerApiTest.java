@@ -186,6 +186,16 @@ class ServerApiTest {
     assertThat(http.get("/v1/peek?policy=search&key=nobody%20here").statusCode()).isEqualTo(200);
   }
 
+  /** Issue 17.7: a bucket's 429 said Retry-After: 1 with RateLimit r=0;t=2 (full again), not when the next permit fits. */
+  @Test void aTokenBucketRefusalsTIsItsRetryAfter() {
+    assertThat(acquire("api", "bucket", 10).statusCode()).isEqualTo(200);
+    HttpResponse<String> r = acquire("api", "bucket", 1);
+    assertThat(r.statusCode()).isEqualTo(429);
+    assertThat(header(r, "Retry-After")).isEqualTo("1");
+    assertThat(header(r, "RateLimit")).isEqualTo("\"api\";r=0;t=1");
+    assertThat(header(r, "X-RateLimit-Reset")).isEqualTo(Long.toString(T0 / 1_000_000 + 1));
+  }
+
   @Test void policiesHealthAndMetrics() {
     JsonNode p = json(http.get("/v1/policies"));
     assertThat(p.get("store").textValue()).isEqualTo("memory");
