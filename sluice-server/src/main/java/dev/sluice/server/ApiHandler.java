@@ -71,7 +71,9 @@ final class ApiHandler extends Handler.Abstract {
   private final TicketCodec tickets;
   private final SpentTickets spent;
   private final ServerMetrics metrics;
-  private final ObjectMapper mapper = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+  /** Trailing tokens and a repeated field are errors; numbers keep their digits (1e30 is too large, not a double). */
+  private final ObjectMapper mapper = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+      .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS).enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
   private final JsonFactory json = mapper.getFactory();
   private final Timer acquireTimer;
   private final Timer refundTimer;
@@ -340,11 +342,36 @@ final class ApiHandler extends Handler.Abstract {
     if (v == null) {
       return 1;
     }
-    if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+    java.math.BigDecimal n = v.isNumber() ? v.decimalValue() : null;
+    if (n == null || n.signum() != 0 && n.stripTrailingZeros().scale() > 0) {
       throw new ApiError(400, "bad_request", "permits " + abbreviate(v.toString())
           + " is not a whole number; give a whole number from 1 to " + p.limit() + ", or leave it out for 1");
     }
-    return Checks.permits(v.longValue(), p.limit(), p.name());
+    if (n.compareTo(java.math.BigDecimal.valueOf(Long.MAX_VALUE)) > 0 || n.signum() < 1) {
+      // A whole number no long holds (1e30, 2^64) is too large; zero and below are below 1.
+      throw Checks.permitsOutOfRange(abbreviate(v.toString()), n.signum() < 1, p.limit(), p.name());
+    }
+    return Checks.permits(n.longValueExact(), p.limit(), p.name());
+  }
+
+  /**
+   * A body the API reads is JSON: {@code Content-Type: application/json} (a charset, if named, is
+   * UTF-8), else 415; a form post ({@code curl -d}) is refused before its body is parsed as JSON.
+   */
+  private static void requireJson(Request request) {
+    String type = request.getHeaders().get(HttpHeader.CONTENT_TYPE);
+    String[] parts = type == null ? new String[] {""} : type.split(";");
+    boolean json = parts[0].strip().equalsIgnoreCase(JSON);
+    for (int i = 1; i < parts.length && json; i++) {
+      String param = parts[i].strip().toLowerCase(java.util.Locale.ROOT);
+      if (param.startsWith("charset=")) {
+        json = param.substring(8).replace("\"", "").equals("utf-8");
+      }
+    }
+    if (!json) {
+      throw new ApiError(415, "unsupported_media_type", (type == null ? "Content-Type is missing" : "Content-Type "
+          + Checks.quote(abbreviate(type)) + " is not supported") + "; send the body as JSON with Content-Type: application/json");
+    }
   }
 
   /**
@@ -361,6 +388,7 @@ final class ApiHandler extends Handler.Abstract {
   }
 
   private JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
+    requireJson(request);
     long declared = request.getLength();
     byte[] bytes;
     try (InputStream in = Request.asInputStream(request)) {
@@ -382,8 +410,13 @@ final class ApiHandler extends Handler.Abstract {
       node = mapper.readTree(bytes);
     } catch (JsonProcessingException e) {
       JsonLocation at = e.getLocation();
-      throw new ApiError(400, "bad_request", "request body is not valid JSON" + (at == null ? "" : " (line " + at.getLineNr()
-          + ", column " + at.getColumnNr() + ")") + ": " + e.getOriginalMessage());
+      String where = at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")";
+      String message = e.getOriginalMessage();
+      if (message != null && message.startsWith("Duplicate field '")) {
+        String field = message.substring("Duplicate field '".length(), message.length() - 1);
+        throw new ApiError(400, "bad_request", "field " + Checks.quote(field) + " appears twice" + where + "; give each field once");
+      }
+      throw new ApiError(400, "bad_request", "request body is not valid JSON" + where + ": " + message);
     }
     if (node == null || !node.isObject()) {
       throw new ApiError(400, "bad_request", "request body must be a JSON object (" + usage + ")");

@@ -276,6 +276,47 @@ class ServerApiTest {
     assertThat(header(delete, "Allow")).isEqualTo("GET");
   }
 
+  /**
+   * Issue 17.8: a body without Content-Type: application/json was parsed anyway, a repeated field
+   * silently took its last value (a way to smuggle a policy past a proxy that read the first), and
+   * permits 1e30 was "not a whole number".
+   */
+  @Test void strictInputJsonOnlyEachFieldOnceAndHugePermitsTooLarge() {
+    String body = "{\"policy\":\"login\",\"key\":\"strict\"}";
+    HttpResponse<String> untyped = http.send(HttpRequest.newBuilder(server.uri().resolve("/v1/acquire"))
+        .POST(HttpRequest.BodyPublishers.ofString(body)));
+    assertThat(untyped.statusCode()).isEqualTo(415);
+    assertThat(untyped.body()).isEqualTo("{\"error\":\"unsupported_media_type\",\"message\":\"Content-Type is missing;"
+        + " send the body as JSON with Content-Type: application/json\"}");
+    HttpResponse<String> form = http.send(HttpRequest.newBuilder(server.uri().resolve("/v1/refund"))
+        .header("Content-Type", "application/x-www-form-urlencoded").POST(HttpRequest.BodyPublishers.ofString("{\"ticket\":\"x\"}")));
+    assertThat(form.statusCode()).isEqualTo(415);
+    assertThat(json(form).get("message").textValue()).isEqualTo("Content-Type \"application/x-www-form-urlencoded\" is not supported;"
+        + " send the body as JSON with Content-Type: application/json");
+    HttpResponse<String> latin1 = http.send(HttpRequest.newBuilder(server.uri().resolve("/v1/acquire"))
+        .header("Content-Type", "application/json; charset=ISO-8859-1").POST(HttpRequest.BodyPublishers.ofString(body)));
+    assertThat(latin1.statusCode()).isEqualTo(415);
+    HttpResponse<String> utf8 = http.send(HttpRequest.newBuilder(server.uri().resolve("/v1/acquire"))
+        .header("Content-Type", "Application/JSON; charset=\"UTF-8\"").POST(HttpRequest.BodyPublishers.ofString(body)));
+    assertThat(utf8.statusCode()).as(utf8.body()).isEqualTo(200);
+
+    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"policy\":\"api\"}"),
+        "field \"policy\" appears twice (line 1, column 37); give each field once");
+    assertBad(http.post("/v1/refund", "{\"ticket\":\"a\",\"ticket\":\"b\"}"),
+        "field \"ticket\" appears twice (line 1, column 23); give each field once");
+
+    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"permits\":1e30}"),
+        "permits 1E+30 exceeds 3, the most policy 'login' can ever grant at once; such a request could never be allowed");
+    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"permits\":18446744073709551616}"),
+        "permits 18446744073709551616 exceeds 3, the most policy 'login' can ever grant at once; such a request could never be allowed");
+    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"permits\":-1e30}"),
+        "permits -1E+30 is below 1; ask for at least one permit");
+    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"permits\":1e-30}"),
+        "permits 1E-30 is not a whole number; give a whole number from 1 to 3, or leave it out for 1");
+    assertThat(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"permits\":2.0}").statusCode())
+        .as("2.0 is the whole number 2").isEqualTo(200);
+  }
+
   @Test void malformedHttpAndQueriesGetJsonErrorsToo() throws Exception {
     String badLength = raw("POST /v1/acquire HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n");
     assertThat(badLength).startsWith("HTTP/1.1 400 ").contains("Content-Type: application/json")
