@@ -26,6 +26,9 @@ public final class SluiceServer implements AutoCloseable {
   private final ApiHandler api;
   private final List<Policy> policies;
   private final Readiness readiness;
+  private final Duration stopTimeout;
+  /** How long a keep-alive connection may stay idle once a stop has drained the requests in flight. */
+  static final long IDLE_GRACE_MILLIS = 500;
   /** At most one store probe a second for {@code /readyz}, however often an orchestrator asks. */
   static final long READINESS_INTERVAL_NANOS = 1_000_000_000L;
 
@@ -33,6 +36,7 @@ public final class SluiceServer implements AutoCloseable {
                int spentTicketCapacity) {
     store.check(policies);
     this.store = store;
+    this.stopTimeout = stopTimeout;
     this.policies = policies;
     QueuedThreadPool threads = new QueuedThreadPool(64, 4);
     threads.setName("sluice-http");
@@ -43,10 +47,9 @@ public final class SluiceServer implements AutoCloseable {
     connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
     connector.setHost(host);
     connector.setPort(port);
-    // On stop, a keep-alive connection idle for a second is closed; one whose client sends a request
-    // within that second is answered (with Connection: close). Requests in flight drain up to the
-    // stop timeout (see InFlightHandler).
-    connector.setShutdownIdleTimeout(Math.min(1000, Math.max(1, stopTimeout.toMillis())));
+    // On stop, keep-alive connections stay open while requests are in flight, and a request on one
+    // of them is answered (with Connection: close); see stop().
+    connector.setShutdownIdleTimeout(Math.max(1, stopTimeout.toMillis()));
     jetty.addConnector(connector);
     readiness = new Readiness(store, READINESS_INTERVAL_NANOS, System::nanoTime);
     api = new ApiHandler(policies, store, ticker, new TicketCodec(), new SpentTickets(spentTicketCapacity),
@@ -114,10 +117,34 @@ public final class SluiceServer implements AutoCloseable {
   /** Graceful stop: drains requests in flight up to the stop timeout, then closes the store. */
   public void stop() throws Exception {
     try {
+      drain();
       jetty.stop();
     } finally {
       store.close();
     }
+  }
+
+  /**
+   * Stops accepting (the connector's graceful shutdown also marks every answer from now on
+   * {@code Connection: close}), waits for the requests in flight, and only then gives idle
+   * keep-alive connections {@link #IDLE_GRACE_MILLIS} before they are closed: while anything is in
+   * flight a client may still send on its open connection and be answered. Jetty's own stop then
+   * waits, for what is left of the stop timeout, until every connection has closed.
+   */
+  private void drain() throws InterruptedException {
+    if (!jetty.isStarted()) {
+      return;
+    }
+    long deadline = System.nanoTime() + stopTimeout.toNanos();
+    connector.shutdown();
+    while (inFlight.count() > 0 && System.nanoTime() - deadline < 0) {
+      Thread.sleep(5); // polling the in-flight count, up to the stop timeout
+    }
+    connector.setShutdownIdleTimeout(IDLE_GRACE_MILLIS);
+    for (org.eclipse.jetty.io.EndPoint ep : connector.getConnectedEndPoints()) {
+      ep.setIdleTimeout(IDLE_GRACE_MILLIS);
+    }
+    jetty.setStopTimeout(Math.max(IDLE_GRACE_MILLIS + 100, (deadline - System.nanoTime()) / 1_000_000));
   }
 
   /** {@link #stop()}, for try-with-resources. */

@@ -27,7 +27,7 @@ final class ServeProcess implements AutoCloseable {
     this.base = base;
   }
 
-  /** Starts {@code sluice serve ARGS} and waits (polling its output, 30 s at most) for the banner's address. */
+  /** Starts {@code sluice serve ARGS} and waits (polling its output, 30 s at most) for the whole banner; reads its address. */
   static ServeProcess start(Path dir, String... args) throws Exception {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     List<String> command = new ArrayList<>(List.of(java, "-cp", System.getProperty("java.class.path"), "dev.sluice.server.SluiceCli", "serve"));
@@ -36,10 +36,13 @@ final class ServeProcess implements AutoCloseable {
     Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile()).start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (System.nanoTime() < deadline && p.isAlive()) {
-      for (String line : Files.readAllLines(output)) {
-        Matcher m = LISTENING.matcher(line);
-        if (m.find()) {
-          return new ServeProcess(p, output, URI.create(m.group(1)));
+      List<String> lines = Files.readAllLines(output);
+      if (lines.stream().anyMatch(l -> l.startsWith("sluice: stop with"))) { // the banner's last line
+        for (String line : lines) {
+          Matcher m = LISTENING.matcher(line);
+          if (m.find()) {
+            return new ServeProcess(p, output, URI.create(m.group(1)));
+          }
         }
       }
       Thread.sleep(20); // polling the child's output, not waiting for time to pass
