@@ -37,6 +37,7 @@ final class PostgresStore extends Store {
   private final ScheduledExecutorService sweeper;
   private final List<JdbcRateLimiter> limiters = new CopyOnWriteArrayList<>();
   private volatile boolean schemaApplied;
+  private int schemaAttempts; // the constructor's thread, then the sweeper's only
 
   PostgresStore(String url, String table, FailureMode failureMode, Duration timeout, Duration sweepInterval) {
     if (url == null || !url.startsWith("jdbc:postgresql:")) {
@@ -88,14 +89,21 @@ final class PostgresStore extends Store {
     return l;
   }
 
-  /** Creates the table if absent; retried by the sweeper while the database cannot be reached. */
+  /**
+   * Creates the table if absent; retried by the sweeper while the database cannot be reached. The
+   * first failure is not logged: at start-up the banner's readiness probe already warns, once.
+   */
   private void applySchema() {
     try {
       limiters.get(0).applySchema();
+      if (schemaAttempts++ > 0) {
+        LOG.log(System.Logger.Level.INFO, "applied the schema of table " + table + " now that the database answers");
+      }
       schemaApplied = true;
     } catch (SQLException e) {
-      LOG.log(System.Logger.Level.WARNING, "cannot apply the schema of table " + table + " yet (" + e.getMessage()
-          + "); decisions fail per the failure mode until the database answers");
+      if (schemaAttempts++ > 0) {
+        LOG.log(System.Logger.Level.DEBUG, "cannot apply the schema of table " + table + " yet (" + e.getMessage() + ")");
+      }
     }
   }
 

@@ -66,7 +66,12 @@ class ServeProcessTest {
       p.awaitLine("sluice: stopping");
       ServerApiTest.awaitTrue(() -> !acceptsConnections(p.base.getPort()));
 
-      String answer = idle.exchange(body);
+      String answer;
+      try {
+        answer = idle.exchange(body);
+      } catch (java.io.IOException e) {
+        throw new AssertionError("no answer on the open connection; the server said " + p.lines(), e);
+      }
       assertThat(answer).startsWith("HTTP/1.1 200 OK").containsIgnoringCase("Connection: close").contains("\"allowed\":true");
       assertThat(idle.atEnd()).as("closed after its last answer").isTrue();
 
@@ -132,6 +137,31 @@ class ServeProcessTest {
 
     @Override public void close() throws java.io.IOException {
       socket.close();
+    }
+  }
+
+  /**
+   * Issue 17.11: with the store down at start-up the warning appeared twice, once in JUL's two-line
+   * format beside the banner. It is said once, and whatever logs uses one format.
+   */
+  @Test void anUnreachableStoreAtStartUpIsWarnedOnceInOneFormat() throws Exception {
+    Path config = dir.resolve("policies.yaml");
+    Files.writeString(config, ServerApiTest.POLICIES);
+    // Nothing listens on these ports (this helper's private range).
+    for (List<String> store : List.of(List.of("--postgres", "jdbc:postgresql://127.0.0.1:7189/test?user=postgres&connectTimeout=1"),
+        List.of("--redis", "redis://127.0.0.1:7188"))) {
+      List<String> args = new java.util.ArrayList<>(List.of("--config", config.toString(), "--port", "0", "--store-timeout", "300ms"));
+      args.addAll(store);
+      try (ServeProcess p = ServeProcess.start(dir, args.toArray(String[]::new))) {
+        p.signal("TERM");
+        assertThat(p.exitStatus()).isZero();
+        List<String> all = p.lines();
+        List<String> lines = all.subList(0, all.indexOf("sluice: stop with Ctrl-C or SIGTERM") + 1); // start-up
+        assertThat(lines.stream().filter(l -> l.toLowerCase(java.util.Locale.ROOT).contains("warn")))
+            .as("%s: %s", store, lines).singleElement().asString().startsWith("sluice: WARNING: the store does not answer yet");
+        assertThat(all).as("every line in one format: the banner's, or slf4j-simple's").allMatch(l -> l.startsWith("sluice: ")
+            || l.matches("\\d{4}-\\d\\d-\\d\\dT.*"));
+      }
     }
   }
 

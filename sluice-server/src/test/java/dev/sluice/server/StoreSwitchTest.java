@@ -168,6 +168,9 @@ class StoreSwitchTest {
         assertThat(ServerApiTest.header(r, "Retry-After")).isEqualTo("1");
         assertThat(ServerApiTest.json(r).get("reason").textValue()).isIn("store_unavailable", "timeout");
         assertThat(ServerApiTest.json(r).get("path").textValue()).isEqualTo("failure_mode");
+        // Issue 17.11: no limit fields either, as no limit headers.
+        assertThat(ServerApiTest.json(r).has("limit") || ServerApiTest.json(r).has("remaining") || ServerApiTest.json(r).has("resetAt"))
+            .as(r.body()).isFalse();
         // Liveness: the process answers, whatever the store does (an orchestrator must not restart it);
         // readiness: the store does not answer.
         assertThat(h.get("/healthz").statusCode()).isEqualTo(200);
