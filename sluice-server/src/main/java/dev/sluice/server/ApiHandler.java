@@ -69,7 +69,7 @@ final class ApiHandler extends Handler.Abstract {
   private final Store store;
   private final Ticker ticker;
   private final TicketCodec tickets;
-  private final SpentTickets spent;
+  private final SpentSet spent;
   private final ServerMetrics metrics;
   /** Trailing tokens and a repeated field are errors; numbers keep their digits (1e30 is too large, not a double). */
   private final ObjectMapper mapper = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
@@ -82,7 +82,7 @@ final class ApiHandler extends Handler.Abstract {
   private final String livenessBody;
   private final Readiness readiness;
 
-  ApiHandler(List<Policy> policies, Store store, Ticker ticker, TicketCodec tickets, SpentTickets spent, ServerMetrics metrics,
+  ApiHandler(List<Policy> policies, Store store, Ticker ticker, TicketCodec tickets, SpentSet spent, ServerMetrics metrics,
              Readiness readiness) {
     this.store = store;
     this.readiness = readiness;
@@ -253,6 +253,10 @@ final class ApiHandler extends Handler.Abstract {
         case FULL -> {
           result = Refund.FAILED;
           detail = "too many tickets refunded recently to remember another; refused to stay strict, retry later";
+        }
+        case FAILED -> {
+          result = Refund.FAILED;
+          detail = "the store could not record the ticket as spent; refused to stay strict, retry later";
         }
         default -> {
           result = e.limiter().refund(store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp()));

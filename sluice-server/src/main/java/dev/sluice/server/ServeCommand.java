@@ -65,6 +65,11 @@ final class ServeCommand implements Callable<Integer> {
       description = "Most recently refunded tickets remembered (a ticket refunds once). Default: ${DEFAULT-VALUE}.")
   int spentTickets;
 
+  @Option(names = "--ticket-keys", paramLabel = "FILE",
+      description = "Refund-ticket signing keys shared by every instance, one ID:BASE64 a line (the first signs); else $"
+          + TicketKeys.ENV + ", else a random key per process.")
+  Path ticketKeys;
+
   private Store store() {
     if (redis == null && postgres == null) {
       return Store.memory(maxKeys, maxKeyLength, Ticker.system());
@@ -111,10 +116,11 @@ final class ServeCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--port " + port + " is out of range; use 0 (a free port) to 65535");
     }
     List<Policy> policies = PolicyFile.read(config);
+    TicketKeys keys = TicketKeys.load(ticketKeys, System.getenv(TicketKeys.ENV));
     Store store = store();
     SluiceServer server;
     try {
-      server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets);
+      server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets, keys);
     } catch (RuntimeException e) {
       store.close();
       throw e;
@@ -126,6 +132,9 @@ final class ServeCommand implements Callable<Integer> {
     out.println("sluice: " + policies.size() + " policies from " + config + " ("
         + policies.stream().map(p -> p.name() + " " + p.algorithm().id()).collect(Collectors.joining(", ")) + ")");
     out.println("sluice: store: " + store.describe());
+    out.println("sluice: tickets: " + (keys.shared() ? "signed with key '" + keys.signingId() + "' (" + keys.ids().size()
+        + (keys.ids().size() == 1 ? " key" : " keys") + "), refundable at every instance holding it"
+        : "signed with a key drawn at start, refundable at this process only (give --ticket-keys to share)"));
     if (store.shared()) {
       String down = server.probeStore();
       if (down != null) {

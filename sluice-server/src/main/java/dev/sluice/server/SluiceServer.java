@@ -34,6 +34,12 @@ public final class SluiceServer implements AutoCloseable {
 
   SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
                int spentTicketCapacity) {
+    this(policies, store, host, port, stopTimeout, ticker, spentTicketCapacity, TicketKeys.random());
+  }
+
+  /** With {@code ticketKeys} shared by every instance, a ticket refunds at any of them (once: see {@link Store#spentSet}). */
+  SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
+               int spentTicketCapacity, TicketKeys ticketKeys) {
     store.check(policies);
     this.store = store;
     this.stopTimeout = stopTimeout;
@@ -52,7 +58,10 @@ public final class SluiceServer implements AutoCloseable {
     connector.setShutdownIdleTimeout(Math.max(1, stopTimeout.toMillis()));
     jetty.addConnector(connector);
     readiness = new Readiness(store, READINESS_INTERVAL_NANOS, System::nanoTime);
-    api = new ApiHandler(policies, store, ticker, new TicketCodec(), new SpentTickets(spentTicketCapacity),
+    if (spentTicketCapacity < 1) {
+      throw new IllegalArgumentException("spent-ticket capacity " + spentTicketCapacity + " is not positive; it must be at least 1");
+    }
+    api = new ApiHandler(policies, store, ticker, new TicketCodec(ticketKeys), store.spentSet(spentTicketCapacity),
         new ServerMetrics(), readiness);
     inFlight = new InFlightHandler(api);
     jetty.setHandler(inFlight);

@@ -44,6 +44,15 @@ abstract class Store implements AutoCloseable {
     return null;
   }
 
+  /**
+   * Where refunded tickets are remembered: in the process for the memory store (at most
+   * {@code capacity} live ones), in the store itself for a shared one, so that a ticket refunds once
+   * across every instance.
+   */
+  SpentSet spentSet(int capacity) {
+    return new SpentTickets(capacity);
+  }
+
   /** Fails fast when a policy's algorithm is not supported by this store. */
   void check(List<Policy> policies) {}
 
