@@ -65,7 +65,8 @@ final class ApiHandler extends Handler.Abstract {
   /** The header families of sluice-http; with {@link HttpVerdict} the service answers exactly what the HTTP filters answer. */
   private static final RateLimitHeaders HEADERS = RateLimitHeaders.all();
 
-  private final Map<String, Entry> entries;
+  /** The policies in force: replaced whole by {@link #reload}, read once per request. */
+  private volatile Map<String, Entry> entries;
   private final Store store;
   private final Ticker ticker;
   private final TicketCodec tickets;
@@ -78,7 +79,7 @@ final class ApiHandler extends Handler.Abstract {
   private final Timer acquireTimer;
   private final Timer refundTimer;
   private final Timer peekTimer;
-  private final String policiesBody;
+  private volatile String policiesBody;
   private final String livenessBody;
   private final Readiness readiness;
 
@@ -90,29 +91,69 @@ final class ApiHandler extends Handler.Abstract {
     this.tickets = tickets;
     this.spent = spent;
     this.metrics = metrics;
-    Map<String, Entry> m = new LinkedHashMap<>();
-    for (Policy p : policies) {
-      RateLimiter limiter = store.limiter(p, metrics.listener());
-      if (limiter instanceof MemoryRateLimiter memory) {
-        metrics.trackedKeys(p.name(), memory::trackedKeys);
-      }
-      m.put(p.name(), new Entry(p, limiter, metrics.forPolicy(p), PolicyFile.quotaMicros(p.algorithm())));
-    }
-    this.entries = Map.copyOf(m);
+    this.entries = Map.of();
     this.acquireTimer = metrics.requestTimer("acquire");
     this.refundTimer = metrics.requestTimer("refund");
     this.peekTimer = metrics.requestTimer("peek");
     this.livenessBody = "{\"status\":\"up\",\"store\":\"" + store.name() + "\"}";
+    reload(policies);
+  }
+
+  /**
+   * Puts {@code policies} in force. A budget is its policy's name and the key, so a policy whose name
+   * stays keeps its limiter and its counts (other numbers apply at the key's next hit, as a per-call
+   * override does); a new name gets a limiter, a dropped one is no longer served. Returns what changed.
+   */
+  synchronized String reload(List<Policy> policies) {
+    store.check(policies);
+    Map<String, Entry> old = entries;
+    Map<String, Entry> m = new LinkedHashMap<>();
+    List<String> added = new java.util.ArrayList<>();
+    List<String> changed = new java.util.ArrayList<>();
+    for (Policy p : policies) {
+      Entry was = old.get(p.name());
+      RateLimiter limiter;
+      if (was != null) {
+        limiter = was.limiter();
+        if (!was.policy().equals(p)) {
+          changed.add(p.name());
+        }
+      } else {
+        limiter = store.limiter(p, metrics.listener());
+        if (limiter instanceof MemoryRateLimiter memory) {
+          metrics.trackedKeys(p.name(), memory::trackedKeys);
+        }
+        added.add(p.name());
+      }
+      m.put(p.name(), new Entry(p, limiter, was != null ? was.meters() : metrics.forPolicy(p), PolicyFile.quotaMicros(p.algorithm())));
+    }
+    List<String> removed = old.keySet().stream().filter(n -> !m.containsKey(n)).toList();
     this.policiesBody = write(g -> {
       g.writeStartObject();
       g.writeStringField("store", store.name());
       g.writeArrayFieldStart("policies");
       for (Policy p : policies) {
         g.writeObject(PolicyFile.describe(p));
-        }
+      }
       g.writeEndArray();
       g.writeEndObject();
     });
+    this.entries = java.util.Collections.unmodifiableMap(m);
+    return "changed: " + names(changed) + "; added: " + names(added) + "; removed: " + names(removed);
+  }
+
+  private static String names(List<String> names) {
+    return names.isEmpty() ? "none" : String.join(", ", names);
+  }
+
+  /** The policies in force, as {@code GET /v1/policies} lists them. */
+  String policiesBody() {
+    return policiesBody;
+  }
+
+  /** The entry of a configured policy (400 naming the configured ones otherwise), for the admin API. */
+  Entry configured(String name) {
+    return entry(name);
   }
 
   RateLimiter limiter(String policy) {
@@ -177,12 +218,7 @@ final class ApiHandler extends Handler.Abstract {
             + " GET /metrics");
       }
     } catch (ApiError e) {
-      if (e.status == 405) {
-        response.getHeaders().put(HttpHeader.ALLOW, e.code);
-        sendError(response, callback, 405, "method_not_allowed", e.getMessage());
-      } else {
-        sendError(response, callback, e.status, e.code, e.getMessage());
-      }
+      sendError(response, callback, e);
     } catch (IllegalArgumentException e) {
       // Every validation in Sluice (Checks) throws this with a message naming the value and the rule.
       sendError(response, callback, 400, "bad_request", e.getMessage());
@@ -391,7 +427,7 @@ final class ApiHandler extends Handler.Abstract {
     }
   }
 
-  private JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
+  JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
     requireJson(request);
     long declared = request.getLength();
     byte[] bytes;
@@ -434,7 +470,7 @@ final class ApiHandler extends Handler.Abstract {
     return node;
   }
 
-  private static String requiredText(JsonNode body, String field) {
+  static String requiredText(JsonNode body, String field) {
     JsonNode v = body.get(field);
     if (v == null || v.isNull()) {
       throw new ApiError(400, "bad_request", field + " is missing");
@@ -453,7 +489,7 @@ final class ApiHandler extends Handler.Abstract {
     return v;
   }
 
-  private static void requireMethod(String method, String allowed) {
+  static void requireMethod(String method, String allowed) {
     if (!allowed.equals(method)) {
       throw new ApiError(405, allowed, method + " is not allowed here; use " + allowed);
     }
@@ -463,7 +499,17 @@ final class ApiHandler extends Handler.Abstract {
     return s.length() <= 40 ? s : s.substring(0, 40) + "...";
   }
 
-  private void sendError(Response response, Callback callback, int status, String code, String message) {
+  /** An {@link ApiError} as its JSON answer; a 405 names the allowed method in {@code Allow}. */
+  void sendError(Response response, Callback callback, ApiError e) {
+    if (e.status == 405) {
+      response.getHeaders().put(HttpHeader.ALLOW, e.code);
+      sendError(response, callback, 405, "method_not_allowed", e.getMessage());
+    } else {
+      sendError(response, callback, e.status, e.code, e.getMessage());
+    }
+  }
+
+  void sendError(Response response, Callback callback, int status, String code, String message) {
     send(response, callback, status, write(g -> {
       g.writeStartObject();
       g.writeStringField("error", code);
@@ -472,7 +518,7 @@ final class ApiHandler extends Handler.Abstract {
     }));
   }
 
-  private static void send(Response response, Callback callback, int status, String body) {
+  static void send(Response response, Callback callback, int status, String body) {
     send(response, callback, status, JSON, body);
   }
 
@@ -483,11 +529,11 @@ final class ApiHandler extends Handler.Abstract {
   }
 
   @FunctionalInterface
-  private interface JsonWriter {
+  interface JsonWriter {
     void write(JsonGenerator g) throws IOException;
   }
 
-  private String write(JsonWriter w) {
+  String write(JsonWriter w) {
     StringWriter out = new StringWriter(256);
     try (JsonGenerator g = json.createGenerator(out)) {
       g.setCodec(mapper);

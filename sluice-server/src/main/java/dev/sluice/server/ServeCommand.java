@@ -70,6 +70,28 @@ final class ServeCommand implements Callable<Integer> {
           + TicketKeys.ENV + ", else a random key per process.")
   Path ticketKeys;
 
+  @Option(names = "--admin-port", paramLabel = "PORT",
+      description = "Serve the admin API (reload, reset a key, list policies) on this port; off unless given. Needs a token.")
+  Integer adminPort;
+
+  @Option(names = "--admin-host", defaultValue = "127.0.0.1", paramLabel = "ADDRESS",
+      description = "Address the admin API binds. Default: ${DEFAULT-VALUE} (loopback only).")
+  String adminHost;
+
+  @Option(names = "--admin-token-file", paramLabel = "FILE",
+      description = "The admin API's bearer token (the file's content, trimmed); else $" + SluiceServer.ADMIN_TOKEN_ENV + ".")
+  Path adminTokenFile;
+
+  private String adminToken() throws java.io.IOException {
+    if (adminTokenFile != null) {
+      if (!java.nio.file.Files.isReadable(adminTokenFile)) {
+        throw new IllegalArgumentException("--admin-token-file " + adminTokenFile + " cannot be read");
+      }
+      return java.nio.file.Files.readString(adminTokenFile).strip();
+    }
+    return System.getenv(SluiceServer.ADMIN_TOKEN_ENV);
+  }
+
   private Store store() {
     if (redis == null && postgres == null) {
       return Store.memory(maxKeys, maxKeyLength, Ticker.system());
@@ -106,6 +128,16 @@ final class ServeCommand implements Callable<Integer> {
     }
   }
 
+  /** SIGHUP: re-read the policy file; a bad one keeps the policies in force and says why. */
+  private void reload(SluiceServer server, PrintStream out) {
+    try {
+      out.println("sluice: reloaded " + server.reload(config));
+    } catch (RuntimeException e) {
+      out.println("sluice: reload failed, the policies in force stay: " + e.getMessage());
+    }
+    out.flush();
+  }
+
   @Override public Integer call() throws Exception {
     PrintStream out = System.out;
     if (redis != null && postgres != null) {
@@ -117,16 +149,24 @@ final class ServeCommand implements Callable<Integer> {
     }
     List<Policy> policies = PolicyFile.read(config);
     TicketKeys keys = TicketKeys.load(ticketKeys, System.getenv(TicketKeys.ENV));
+    if (adminPort != null && (adminPort < 0 || adminPort > 65_535)) {
+      throw new IllegalArgumentException("--admin-port " + adminPort + " is out of range; use 0 (a free port) to 65535");
+    }
+    String token = adminPort != null ? adminToken() : null;
     Store store = store();
     SluiceServer server;
     try {
       server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets, keys);
+      if (adminPort != null) {
+        server.admin(adminHost, adminPort, token, config);
+      }
     } catch (RuntimeException e) {
       store.close();
       throw e;
     }
     java.util.concurrent.CountDownLatch stopRequested = new java.util.concurrent.CountDownLatch(1);
     Signals.onStop(stopRequested::countDown);
+    Signals.onReload(() -> reload(server, out));
     server.start();
     String first = policies.get(0).name();
     out.println("sluice: " + policies.size() + " policies from " + config + " ("
@@ -143,6 +183,10 @@ final class ServeCommand implements Callable<Integer> {
       }
     }
     out.println("sluice: listening on " + server.uri());
+    if (adminPort != null) {
+      out.println("sluice: admin API on http://" + (adminHost.contains(":") ? "[" + adminHost + "]" : adminHost) + ":" + server.adminPort()
+          + " (bearer token; GET /admin/policies, POST /admin/reload, POST /admin/reset)");
+    }
     out.println("sluice: try   curl -si -X POST " + server.uri() + "/v1/acquire -H 'Content-Type: application/json'"
         + " -d '{\"policy\":\"" + first + "\",\"key\":\"alice\"}'");
     out.println("sluice: stop with Ctrl-C or SIGTERM");

@@ -65,6 +65,12 @@ final class ServerMetrics {
     return new PolicyMeters(p);
   }
 
+  /** {@code sluice_server_requests_in_flight}: requests being handled now (what a stop drains). */
+  void requestsInFlight(java.util.function.LongSupplier count) {
+    io.micrometer.core.instrument.Gauge.builder("sluice.server.requests.in.flight", count::getAsLong)
+        .description("Requests being handled now").register(registry);
+  }
+
   Timer requestTimer(String endpoint) {
     return Timer.builder("sluice.server.requests").description("HTTP API request latency by endpoint")
         .tag("endpoint", endpoint).register(registry);

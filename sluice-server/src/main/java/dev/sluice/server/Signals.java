@@ -18,6 +18,11 @@ final class Signals {
     on("INT", action);
   }
 
+  /** Runs {@code action} (on the JVM's signal thread) on each SIGHUP: reload, the daemon convention. */
+  static void onReload(Runnable action) {
+    on("HUP", action);
+  }
+
   private static void on(String name, Runnable action) {
     Signal.handle(new Signal(name), s -> action.run());
   }

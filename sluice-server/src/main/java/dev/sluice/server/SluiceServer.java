@@ -6,9 +6,13 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import org.eclipse.jetty.server.HttpConfiguration;
+import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.util.Callback;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
@@ -24,8 +28,12 @@ public final class SluiceServer implements AutoCloseable {
   private final Store store;
   private final InFlightHandler inFlight;
   private final ApiHandler api;
-  private final List<Policy> policies;
+  private volatile List<Policy> policies;
   private final Readiness readiness;
+  private final HttpConfiguration httpConfiguration;
+  private volatile ServerConnector adminConnector;
+  private volatile AdminHandler admin;
+  static final String ADMIN_TOKEN_ENV = "SLUICE_ADMIN_TOKEN";
   private final Duration stopTimeout;
   /** How long a keep-alive connection may stay idle once a stop has drained the requests in flight. */
   static final long IDLE_GRACE_MILLIS = 500;
@@ -48,6 +56,7 @@ public final class SluiceServer implements AutoCloseable {
     threads.setName("sluice-http");
     jetty = new Server(threads);
     HttpConfiguration http = new HttpConfiguration();
+    httpConfiguration = http;
     http.setSendServerVersion(false);
     http.setSendDateHeader(true);
     connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
@@ -61,13 +70,44 @@ public final class SluiceServer implements AutoCloseable {
     if (spentTicketCapacity < 1) {
       throw new IllegalArgumentException("spent-ticket capacity " + spentTicketCapacity + " is not positive; it must be at least 1");
     }
+    ServerMetrics metrics = new ServerMetrics();
     api = new ApiHandler(policies, store, ticker, new TicketCodec(ticketKeys), store.spentSet(spentTicketCapacity),
-        new ServerMetrics(), readiness);
-    inFlight = new InFlightHandler(api);
+        metrics, readiness);
+    inFlight = new InFlightHandler(new Handler.Abstract() {
+      @Override public boolean handle(Request request, Response response, Callback callback) throws Exception {
+        AdminHandler a = admin;
+        return a != null && request.getConnectionMetaData().getConnector() == adminConnector
+            ? a.handle(request, response, callback) : api.handle(request, response, callback);
+      }
+    });
     jetty.setHandler(inFlight);
+    metrics.requestsInFlight(inFlight::count);
     jetty.setErrorHandler(new JsonErrorHandler());
     jetty.setStopTimeout(stopTimeout.toMillis());
     jetty.setStopAtShutdown(false);
+  }
+
+  /**
+   * Serves the admin API ({@link AdminHandler}) on its own connector at {@code host:port}, guarded by
+   * {@code token}; its reload re-reads {@code config}. Call before {@link #start()}.
+   */
+  SluiceServer admin(String host, int port, String token, java.nio.file.Path config) {
+    if (token == null || token.isBlank()) {
+      throw new IllegalArgumentException("--admin-port needs a token: --admin-token-file FILE or $" + ADMIN_TOKEN_ENV);
+    }
+    ServerConnector c = new ServerConnector(jetty, new HttpConnectionFactory(httpConfiguration));
+    c.setHost(host);
+    c.setPort(port);
+    c.setName("admin");
+    jetty.addConnector(c);
+    adminConnector = c;
+    admin = new AdminHandler(this, api, token.strip(), config);
+    return this;
+  }
+
+  /** The admin connector's port, or -1 without one. */
+  int adminPort() {
+    return adminConnector == null ? -1 : adminConnector.getLocalPort();
   }
 
   /** Starts listening; after this, {@link #port()} is the bound port (useful with port 0). */
@@ -93,6 +133,18 @@ public final class SluiceServer implements AutoCloseable {
       host = "[" + host + "]";
     }
     return URI.create("http://" + host + ":" + port());
+  }
+
+  /**
+   * Re-reads {@code file} and puts its policies in force; counts survive (a budget is its policy name
+   * and key). A bad file changes nothing: the {@link IllegalArgumentException} names the entry and
+   * the rule, and the old policies stay. Returns a line saying what changed.
+   */
+  String reload(java.nio.file.Path file) {
+    List<Policy> next = PolicyFile.read(file);
+    String changes = api.reload(next);
+    policies = next;
+    return next.size() + " policies from " + file + " (" + changes + ")";
   }
 
   /** Probes the store now (no decision): null when it answered, else the reason. */

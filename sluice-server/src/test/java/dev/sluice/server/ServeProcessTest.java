@@ -61,6 +61,9 @@ class ServeProcessTest {
       assertThat(slow.exchange(body)).startsWith("HTTP/1.1 200 OK").doesNotContainIgnoringCase("Connection: close");
       assertThat(idle.exchange(body)).startsWith("HTTP/1.1 200 OK").doesNotContainIgnoringCase("Connection: close");
       slow.send(RawConnection.head(body) + body.substring(0, 10)); // a request in flight: its body is still arriving
+      Http http = new Http(p.base);
+      // In flight: the slow request, and the scrape itself.
+      ServerApiTest.awaitTrue(() -> http.get("/metrics").body().contains("sluice_server_requests_in_flight 2.0"));
 
       p.signal("TERM");
       p.awaitLine("sluice: stopping");
