@@ -18,9 +18,11 @@ import org.eclipse.jetty.util.Callback;
  */
 final class InFlightHandler extends Handler.Wrapper {
   private final AtomicLong inFlight = new AtomicLong();
+  private final ServerMetrics metrics;
 
-  InFlightHandler(Handler handler) {
+  InFlightHandler(Handler handler, ServerMetrics metrics) {
     super(handler);
+    this.metrics = metrics;
   }
 
   long count() {
@@ -29,7 +31,7 @@ final class InFlightHandler extends Handler.Wrapper {
 
   @Override public boolean handle(Request request, Response response, Callback callback) throws Exception {
     inFlight.incrementAndGet();
-    Done done = new Done(callback);
+    Done done = new Done(callback, request, response);
     try {
       if (!super.handle(request, response, done)) {
         done.finish();
@@ -45,14 +47,20 @@ final class InFlightHandler extends Handler.Wrapper {
   /** The request's callback, counting it out once, whichever way it ends. */
   private final class Done extends Callback.Nested {
     private final AtomicBoolean finished = new AtomicBoolean();
+    private final Request request;
+    private final Response response;
+    private final long start = System.nanoTime();
 
-    Done(Callback callback) {
+    Done(Callback callback, Request request, Response response) {
       super(callback);
+      this.request = request;
+      this.response = response;
     }
 
     void finish() {
       if (finished.compareAndSet(false, true)) {
         inFlight.decrementAndGet();
+        metrics.httpRequest(request.getMethod(), response.getStatus(), System.nanoTime() - start);
       }
     }
 

@@ -73,13 +73,14 @@ public final class SluiceServer implements AutoCloseable {
     ServerMetrics metrics = new ServerMetrics();
     api = new ApiHandler(policies, store, ticker, new TicketCodec(ticketKeys), store.spentSet(spentTicketCapacity),
         metrics, readiness);
+    metrics.jetty(threads);
     inFlight = new InFlightHandler(new Handler.Abstract() {
       @Override public boolean handle(Request request, Response response, Callback callback) throws Exception {
         AdminHandler a = admin;
         return a != null && request.getConnectionMetaData().getConnector() == adminConnector
             ? a.handle(request, response, callback) : api.handle(request, response, callback);
       }
-    });
+    }, metrics);
     jetty.setHandler(inFlight);
     metrics.requestsInFlight(inFlight::count);
     jetty.setErrorHandler(new JsonErrorHandler());

@@ -219,6 +219,22 @@ class ServerApiTest {
         .contains("sluice_server_requests_seconds_count{endpoint=\"acquire\"} 2");
   }
 
+  /** Issue 17.9: /metrics had sluice_* only; the JVM, the process and Jetty's requests and threads are beside them. */
+  @Test void metricsHaveTheJvmTheProcessAndJettyBesideSluice() {
+    acquire("login", "jvm", 1);
+    http.get("/v1/nowhere");
+    String m = http.get("/metrics").body();
+    assertThat(m).contains("jvm_memory_used_bytes{area=\"heap\"", "jvm_gc_", "jvm_threads_live_threads", "jvm_classes_loaded_classes",
+        "process_cpu_usage", "process_uptime_seconds", "process_files_open_files", "system_cpu_count",
+        "jetty_threads_current", "jetty_threads_busy", "jetty_threads_config_max 64.0", "jetty_threads_jobs",
+        "http_server_requests_seconds_count{method=\"POST\",status=\"200\"} 1",
+        "http_server_requests_seconds_count{method=\"GET\",status=\"404\"} 1");
+    assertThat(http.send(HttpRequest.newBuilder(server.uri().resolve("/x")).method("BREW", HttpRequest.BodyPublishers.noBody()))
+        .statusCode()).isEqualTo(404);
+    assertThat(http.get("/metrics").body()).contains("http_server_requests_seconds_count{method=\"other\",status=\"404\"} 1")
+        .doesNotContain("BREW");
+  }
+
   /**
    * Issue 12 (found failing by chance): the 413 went out before the body was read, the connection
    * closed under the client still sending, and the client saw no response at all.
