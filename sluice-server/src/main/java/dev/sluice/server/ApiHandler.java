@@ -82,9 +82,16 @@ final class ApiHandler extends Handler.Abstract {
   private volatile String policiesBody;
   private final String livenessBody;
   private final Readiness readiness;
+  private final java.util.concurrent.Semaphore pending;
+  private final int maxPending;
 
   ApiHandler(List<Policy> policies, Store store, Ticker ticker, TicketCodec tickets, SpentSet spent, ServerMetrics metrics,
-             Readiness readiness) {
+             Readiness readiness, int maxPending) {
+    if (maxPending < 1) {
+      throw new IllegalArgumentException("--max-pending " + maxPending + " is not positive; it must be at least 1");
+    }
+    this.maxPending = maxPending;
+    this.pending = new java.util.concurrent.Semaphore(maxPending);
     this.store = store;
     this.readiness = readiness;
     this.ticker = ticker;
@@ -181,9 +188,8 @@ final class ApiHandler extends Handler.Abstract {
     try {
       switch (path) {
         case "/v1/acquire" -> {
-          timer = acquireTimer;
           requireMethod(method, "POST");
-          acquire(request, response, callback);
+          acquire(request, response, callback, start); // answers when the decision completes; times itself
         }
         case "/v1/refund" -> {
           timer = refundTimer;
@@ -233,12 +239,46 @@ final class ApiHandler extends Handler.Abstract {
     return true;
   }
 
-  private void acquire(Request request, Response response, Callback callback) throws IOException {
+  /**
+   * An acquire on the limiter's asynchronous path: no thread waits for Redis or PostgreSQL, the
+   * answer is written when the decision completes (within the store timeout, the failure mode's
+   * otherwise). At most {@code maxPending} decisions are outstanding; past that the request is shed
+   * at once with 503 {@code overloaded} and {@code Retry-After: 1}, instead of queueing into timeouts.
+   */
+  private void acquire(Request request, Response response, Callback callback, long start) throws IOException {
     JsonNode body = readObject(request, ACQUIRE_FIELDS, "acquire takes policy, key and permits");
     Entry e = entry(requiredText(body, "policy"));
     String key = Checks.key(requiredText(body, "key"));
     long permits = permits(body.get("permits"), e.policy());
-    Decision d = e.limiter().tryAcquire(key, permits, e.policy());
+    if (!pending.tryAcquire()) {
+      response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
+      throw new ApiError(503, "overloaded", "more than " + maxPending + " decisions are pending; retry after 1 second");
+    }
+    java.util.concurrent.CompletionStage<Decision> decision;
+    try {
+      decision = e.limiter().tryAcquireAsync(key, permits, e.policy());
+    } catch (RuntimeException x) {
+      pending.release();
+      throw x;
+    }
+    decision.whenComplete((d, error) -> {
+      pending.release();
+      try {
+        if (error != null) {
+          LOG.log(System.Logger.Level.ERROR, "acquire for policy '" + e.policy().name() + "' failed", error);
+          sendError(response, callback, 500, "internal", "internal error; the server log has the details");
+        } else {
+          answer(response, callback, e, key, d);
+        }
+      } catch (RuntimeException x) {
+        callback.failed(x);
+      } finally {
+        acquireTimer.record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS);
+      }
+    });
+  }
+
+  private void answer(Response response, Callback callback, Entry e, String key, Decision d) {
     long now = ticker.nowMicros();
     String ticket = d.ticket()
         .map(t -> tickets.encode(e.policy().name(), key, t.permits(), t.stamp(), now))

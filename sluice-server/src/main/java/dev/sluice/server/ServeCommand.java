@@ -70,6 +70,11 @@ final class ServeCommand implements Callable<Integer> {
           + TicketKeys.ENV + ", else a random key per process.")
   Path ticketKeys;
 
+  @Option(names = "--max-pending", defaultValue = "" + SluiceServer.DEFAULT_MAX_PENDING, paramLabel = "N",
+      description = "Most acquires outstanding on the store at once; past it, 503 overloaded with Retry-After: 1 at once."
+          + " Default: ${DEFAULT-VALUE}.")
+  int maxPending;
+
   @Option(names = "--admin-port", paramLabel = "PORT",
       description = "Serve the admin API (reload, reset a key, list policies) on this port; off unless given. Needs a token.")
   Integer adminPort;
@@ -156,7 +161,7 @@ final class ServeCommand implements Callable<Integer> {
     Store store = store();
     SluiceServer server;
     try {
-      server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets, keys);
+      server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets, keys, maxPending);
       if (adminPort != null) {
         server.admin(adminHost, adminPort, token, config);
       }

@@ -45,9 +45,17 @@ public final class SluiceServer implements AutoCloseable {
     this(policies, store, host, port, stopTimeout, ticker, spentTicketCapacity, TicketKeys.random());
   }
 
-  /** With {@code ticketKeys} shared by every instance, a ticket refunds at any of them (once: see {@link Store#spentSet}). */
   SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
                int spentTicketCapacity, TicketKeys ticketKeys) {
+    this(policies, store, host, port, stopTimeout, ticker, spentTicketCapacity, ticketKeys, DEFAULT_MAX_PENDING);
+  }
+
+  /** Most acquires outstanding on the store at once before new ones are shed with 503 {@code overloaded}. */
+  static final int DEFAULT_MAX_PENDING = 4096;
+
+  /** With {@code ticketKeys} shared by every instance, a ticket refunds at any of them (once: see {@link Store#spentSet}). */
+  SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
+               int spentTicketCapacity, TicketKeys ticketKeys, int maxPending) {
     store.check(policies);
     this.store = store;
     this.stopTimeout = stopTimeout;
@@ -72,7 +80,7 @@ public final class SluiceServer implements AutoCloseable {
     }
     ServerMetrics metrics = new ServerMetrics();
     api = new ApiHandler(policies, store, ticker, new TicketCodec(ticketKeys), store.spentSet(spentTicketCapacity),
-        metrics, readiness);
+        metrics, readiness, maxPending);
     metrics.jetty(threads);
     inFlight = new InFlightHandler(new Handler.Abstract() {
       @Override public boolean handle(Request request, Response response, Callback callback) throws Exception {
