@@ -157,7 +157,7 @@ final class ServeCommand implements Callable<Integer> {
     if (adminPort != null && (adminPort < 0 || adminPort > 65_535)) {
       throw new IllegalArgumentException("--admin-port " + adminPort + " is out of range; use 0 (a free port) to 65535");
     }
-    String token = adminPort != null ? adminToken() : null;
+    String token = adminPort != null ? SluiceServer.requireAdminToken(adminToken()) : null; // before any store connects
     Store store = store();
     SluiceServer server;
     try {

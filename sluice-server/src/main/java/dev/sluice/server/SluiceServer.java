@@ -101,9 +101,7 @@ public final class SluiceServer implements AutoCloseable {
    * {@code token}; its reload re-reads {@code config}. Call before {@link #start()}.
    */
   SluiceServer admin(String host, int port, String token, java.nio.file.Path config) {
-    if (token == null || token.isBlank()) {
-      throw new IllegalArgumentException("--admin-port needs a token: --admin-token-file FILE or $" + ADMIN_TOKEN_ENV);
-    }
+    requireAdminToken(token);
     ServerConnector c = new ServerConnector(jetty, new HttpConnectionFactory(httpConfiguration));
     c.setHost(host);
     c.setPort(port);
@@ -112,6 +110,14 @@ public final class SluiceServer implements AutoCloseable {
     adminConnector = c;
     admin = new AdminHandler(this, api, token.strip(), config);
     return this;
+  }
+
+  /** Fails unless {@code token} is a usable admin token (the admin API never runs unauthenticated). */
+  static String requireAdminToken(String token) {
+    if (token == null || token.isBlank()) {
+      throw new IllegalArgumentException("--admin-port needs a token: --admin-token-file FILE or $" + ADMIN_TOKEN_ENV);
+    }
+    return token;
   }
 
   /** The admin connector's port, or -1 without one. */
