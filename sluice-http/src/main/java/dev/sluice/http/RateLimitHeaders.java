@@ -38,14 +38,16 @@ public final class RateLimitHeaders {
   public static final String X_RESET = "X-RateLimit-Reset";
   public static final String RETRY_AFTER = "Retry-After";
 
-  private static final RateLimitHeaders ALL = new RateLimitHeaders(true, true);
+  private static final RateLimitHeaders ALL = new RateLimitHeaders(true, true, false);
 
   private final boolean ietf;
   private final boolean legacy;
+  private final boolean partitionKeys;
 
-  private RateLimitHeaders(boolean ietf, boolean legacy) {
+  private RateLimitHeaders(boolean ietf, boolean legacy, boolean partitionKeys) {
     this.ietf = ietf;
     this.legacy = legacy;
+    this.partitionKeys = partitionKeys;
   }
 
   /** Both families on. */
@@ -58,7 +60,28 @@ public final class RateLimitHeaders {
    * {@code legacy} for {@code X-RateLimit-*}. {@code Retry-After} on refusals is always sent.
    */
   public static RateLimitHeaders of(boolean ietf, boolean legacy) {
-    return ietf && legacy ? ALL : new RateLimitHeaders(ietf, legacy);
+    return ietf && legacy ? ALL : new RateLimitHeaders(ietf, legacy, false);
+  }
+
+  /**
+   * These families with the draft's partition key on the client's policy items:
+   * {@code "api";q=100;w=60;pk=:MTIz...:}, a byte sequence that tells one client's partition from
+   * another's. It is 16 bytes of the key's stored id (SHA-256 of the policy name and the key), never
+   * the key itself, which is often personal data or a credential. Off unless asked for.
+   */
+  public RateLimitHeaders withPartitionKeys() {
+    return new RateLimitHeaders(ietf, legacy, true);
+  }
+
+  public boolean partitionKeys() { return partitionKeys; }
+
+  /** {@code ;pk=:BASE64:} for {@code key} under {@code d}'s policy, or nothing. */
+  private String pk(Decision d, String key) {
+    if (!partitionKeys || key == null) {
+      return "";
+    }
+    byte[] id = java.util.HexFormat.of().parseHex(dev.sluice.internal.StoredId.key(d.policy().name(), key).substring(0, 32));
+    return ";pk=:" + java.util.Base64.getEncoder().encodeToString(id) + ":";
   }
 
   public boolean ietf() { return ietf; }
@@ -70,7 +93,13 @@ public final class RateLimitHeaders {
    * global ceiling's (or null).
    */
   public void allowed(Decision primary, Decision ceiling, long nowMicros, BiConsumer<String, String> out) {
+    allowed(primary, ceiling, null, nowMicros, out);
+  }
+
+  /** {@link #allowed(Decision, Decision, long, BiConsumer)} for the client's {@code key} (its partition key, when on). */
+  public void allowed(Decision primary, Decision ceiling, String key, long nowMicros, BiConsumer<String, String> out) {
     Decision a = rendered(primary);
+    String pk = a != null ? pk(a, key) : "";
     Decision b = rendered(ceiling);
     if (a == null) {
       a = b;
@@ -80,8 +109,10 @@ public final class RateLimitHeaders {
       return;
     }
     if (ietf) {
-      out.accept(RATE_LIMIT_POLICY, b == null ? policyItem(a) : policyItem(a) + ", " + policyItem(b));
-      out.accept(RATE_LIMIT, b == null ? limitItem(a, nowMicros) : limitItem(a, nowMicros) + ", " + limitItem(b, nowMicros));
+      String policy = policyItem(a) + pk;
+      String limit = limitItem(a, nowMicros) + pk;
+      out.accept(RATE_LIMIT_POLICY, b == null ? policy : policy + ", " + policyItem(b));
+      out.accept(RATE_LIMIT, b == null ? limit : limit + ", " + limitItem(b, nowMicros));
     }
     if (legacy) {
       Decision tight = b != null && b.remaining() < a.remaining() ? b : a;
@@ -94,10 +125,11 @@ public final class RateLimitHeaders {
    * instant the refused request fits again, as the reset ({@code t}, {@code X-RateLimit-Reset}); the
    * caller ({@link HttpVerdict}) decides whether a response carries them.
    */
-  void refused(Decision d, long resumesAtMicros, long nowMicros, BiConsumer<String, String> out) {
+  void refused(Decision d, String key, long resumesAtMicros, long nowMicros, BiConsumer<String, String> out) {
     if (ietf) {
-      out.accept(RATE_LIMIT_POLICY, policyItem(d));
-      out.accept(RATE_LIMIT, limitItem(d, resumesAtMicros, nowMicros));
+      String pk = pk(d, key);
+      out.accept(RATE_LIMIT_POLICY, policyItem(d) + pk);
+      out.accept(RATE_LIMIT, limitItem(d, resumesAtMicros, nowMicros) + pk);
     }
     if (legacy) {
       legacy(d, resumesAtMicros, out);
@@ -158,6 +190,6 @@ public final class RateLimitHeaders {
   }
 
   @Override public String toString() {
-    return "RateLimitHeaders[ietf=" + ietf + ", legacy=" + legacy + "]";
+    return "RateLimitHeaders[ietf=" + ietf + ", legacy=" + legacy + (partitionKeys ? ", partitionKeys" : "") + "]";
   }
 }

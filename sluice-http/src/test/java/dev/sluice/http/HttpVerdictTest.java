@@ -105,6 +105,23 @@ class HttpVerdictTest {
     assertThat(lim.tryAcquire("k").allowed()).as("waiting as told is enough").isTrue();
   }
 
+  /** Issue 17.7: the draft's pk partition key, behind a switch: a digest of the key, never the key; off by default. */
+  @Test void partitionKeysAreAHashOfTheKeyAndOnlyWhenSwitchedOn() {
+    ManualTicker t = Ticker.manual(T0);
+    MemoryRateLimiter lim = MemoryRateLimiter.builder(Policy.fixedWindow("login", 1, Duration.ofSeconds(60))).ticker(t).build();
+    Decision ok = lim.tryAcquire("user:42");
+    String pk = ";pk=:" + java.util.Base64.getEncoder().encodeToString(
+        java.util.HexFormat.of().parseHex(dev.sluice.internal.StoredId.key("login", "user:42").substring(0, 32))) + ":";
+    HttpVerdict on = HttpVerdict.of(ok, null, "user:42", t.nowMicros(), RateLimitHeaders.all().withPartitionKeys());
+    assertThat(on.headers()).contains(h("RateLimit-Policy", "\"login\";q=1;w=60" + pk), h("RateLimit", "\"login\";r=0;t=60" + pk));
+    assertThat(on.headers().toString()).doesNotContain("user:42");
+    HttpVerdict refused = HttpVerdict.of(lim.tryAcquire("user:42"), null, "user:42", t.nowMicros(), RateLimitHeaders.all().withPartitionKeys());
+    assertThat(refused.headers()).contains(h("RateLimit", "\"login\";r=0;t=60" + pk));
+    assertThat(HttpVerdict.of(ok, null, "user:42", t.nowMicros(), RateLimitHeaders.all()).headers())
+        .contains(h("RateLimit", "\"login\";r=0;t=60"));
+    assertThat(pk).hasSize(";pk=::".length() + 24);
+  }
+
   @Test void retryAfterIsRoundedUpInSecondsAndMillisecondsAndIsAtLeastOne() {
     Decision d = Decision.refused(API, Reason.LIMIT_EXCEEDED, 0, T0 + 1_000, 39_500_001);
     assertThat(HttpVerdict.retryAfterSeconds(d)).isEqualTo(40);

@@ -63,7 +63,12 @@ final class ApiHandler extends Handler.Abstract {
   record Entry(Policy policy, RateLimiter limiter, ServerMetrics.PolicyMeters meters, long ticketLifeMicros) {}
 
   /** The header families of sluice-http; with {@link HttpVerdict} the service answers exactly what the HTTP filters answer. */
-  private static final RateLimitHeaders HEADERS = RateLimitHeaders.all();
+  private volatile RateLimitHeaders headers = RateLimitHeaders.all();
+
+  /** {@code --partition-keys}: the draft's {@code pk} on the client's policy items (see RateLimitHeaders). */
+  void partitionKeys(boolean on) {
+    headers = on ? RateLimitHeaders.all().withPartitionKeys() : RateLimitHeaders.all();
+  }
 
   /** The policies in force: replaced whole by {@link #reload}, read once per request. */
   private volatile Map<String, Entry> entries;
@@ -283,7 +288,7 @@ final class ApiHandler extends Handler.Abstract {
     String ticket = d.ticket()
         .map(t -> tickets.encode(e.policy().name(), key, t.permits(), t.stamp(), now))
         .orElse(null);
-    HttpVerdict verdict = HttpVerdict.of(d, now, HEADERS);
+    HttpVerdict verdict = HttpVerdict.of(d, null, key, now, headers);
     if (verdict.allowed()) {
       putHeaders(response, verdict);
       send(response, callback, 200, decisionBody(verdict, ticket));
@@ -370,14 +375,14 @@ final class ApiHandler extends Handler.Abstract {
     String key = Checks.key(requiredParam(q, "key"));
     Decision d = e.limiter().peek(key, e.policy());
     long now = ticker.nowMicros();
-    HttpVerdict verdict = HttpVerdict.of(d, now, HEADERS);
+    HttpVerdict verdict = HttpVerdict.of(d, null, key, now, headers);
     if (verdict.status() == HttpVerdict.SERVICE_UNAVAILABLE) {
       sendRefusal(response, callback, verdict);
       return;
     }
     // A peek reads the quota, it asks for nothing: 200 with the limit headers (none for a
     // failure-mode decision) and the decision's fields, whether one permit would fit or not.
-    HEADERS.allowed(d, null, now, response.getHeaders()::put);
+    headers.allowed(d, null, key, now, response.getHeaders()::put);
     send(response, callback, 200, decisionBody(verdict, null));
   }
 

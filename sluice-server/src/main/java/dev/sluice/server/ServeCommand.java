@@ -75,6 +75,10 @@ final class ServeCommand implements Callable<Integer> {
           + " Default: ${DEFAULT-VALUE}.")
   int maxPending;
 
+  @Option(names = "--partition-keys", description = "Add the ratelimit-headers draft's pk (a hash of the key, never the key) to"
+      + " RateLimit-Policy and RateLimit. Off by default.")
+  boolean partitionKeys;
+
   @Option(names = "--admin-port", paramLabel = "PORT",
       description = "Serve the admin API (reload, reset a key, list policies) on this port; off unless given. Needs a token.")
   Integer adminPort;
@@ -162,6 +166,7 @@ final class ServeCommand implements Callable<Integer> {
     SluiceServer server;
     try {
       server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets, keys, maxPending);
+      server.partitionKeys(partitionKeys);
       if (adminPort != null) {
         server.admin(adminHost, adminPort, token, config);
       }

@@ -112,6 +112,12 @@ public final class SluiceServer implements AutoCloseable {
     return this;
   }
 
+  /** Sends the draft's {@code pk} partition key in the IETF headers (off by default). */
+  SluiceServer partitionKeys(boolean on) {
+    api.partitionKeys(on);
+    return this;
+  }
+
   /** Fails unless {@code token} is a usable admin token (the admin API never runs unauthenticated). */
   static String requireAdminToken(String token) {
     if (token == null || token.isBlank()) {

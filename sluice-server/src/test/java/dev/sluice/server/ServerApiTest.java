@@ -196,6 +196,16 @@ class ServerApiTest {
     assertThat(header(r, "X-RateLimit-Reset")).isEqualTo(Long.toString(T0 / 1_000_000 + 1));
   }
 
+  /** Issue 17.7: --partition-keys adds the draft's pk, a digest of the key, to the service's IETF headers. */
+  @Test void partitionKeysBehindTheirSwitch() {
+    assertThat(header(acquire("login", "pk-user", 1), "RateLimit")).isEqualTo("\"login\";r=2;t=60");
+    server.partitionKeys(true);
+    HttpResponse<String> r = acquire("login", "pk-user", 1);
+    assertThat(header(r, "RateLimit")).matches("\"login\";r=1;t=60;pk=:[A-Za-z0-9+/]{22}==:");
+    assertThat(header(r, "RateLimit-Policy")).endsWith(header(r, "RateLimit").substring(header(r, "RateLimit").indexOf(";pk=")));
+    assertThat(r.headers().map().toString()).doesNotContain("pk-user");
+  }
+
   @Test void policiesHealthAndMetrics() {
     JsonNode p = json(http.get("/v1/policies"));
     assertThat(p.get("store").textValue()).isEqualTo("memory");
