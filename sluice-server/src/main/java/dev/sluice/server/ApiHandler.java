@@ -473,10 +473,15 @@ final class ApiHandler extends Handler.Abstract {
   }
 
   JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
-    requireJson(request);
     long declared = request.getLength();
     byte[] bytes;
     try (InputStream in = Request.asInputStream(request)) {
+      try {
+        requireJson(request);
+      } catch (ApiError e) {
+        discard(in); // read what the client is sending, so that it reads the 415 on a connection that stays usable
+        throw e;
+      }
       if (declared > MAX_BODY_BYTES) {
         discard(in);
         throw new ApiError(413, "payload_too_large", "request body of " + declared + " bytes exceeds " + MAX_BODY_BYTES + " bytes");
