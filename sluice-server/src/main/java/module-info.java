@@ -27,6 +27,7 @@ module dev.sluice.server {
   requires io.grpc.netty.shaded;
   requires com.google.protobuf;
   requires org.yaml.snakeyaml;
+  requires jdk.unsupported; // sun.misc.Signal: SIGTERM and SIGINT drain and exit 0 (Signals)
 
   opens dev.sluice.server to info.picocli;
 }

@@ -13,7 +13,10 @@ public interface RateLimitListener {
   /** No-op listener. */
   RateLimitListener NONE = new RateLimitListener() {};
 
-  /** Every decision, allowed or refused. {@code key} is null unless keys were opted in. */
+  /**
+   * Every decision, allowed or refused: each acquire; a peek charges nothing and is not reported.
+   * {@code key} is null unless keys were opted in.
+   */
   default void onDecision(Decision decision, String key) {}
 
   /** Every refused decision (called after {@link #onDecision}). {@code key} is null unless keys were opted in. */

@@ -146,14 +146,22 @@ public final class Checks {
   }
 
   public static long permits(long permits, long maxPermits, String policyName) {
-    if (permits < 1) {
-      throw new IllegalArgumentException("permits " + permits + " is below 1; ask for at least one permit");
-    }
-    if (permits > maxPermits) {
-      throw new IllegalArgumentException("permits " + permits + " exceeds " + maxPermits
-          + ", the most policy '" + policyName + "' can ever grant at once; such a request could never be allowed");
+    if (permits < 1 || permits > maxPermits) {
+      throw permitsOutOfRange(Long.toString(permits), permits < 1, maxPermits, policyName);
     }
     return permits;
+  }
+
+  /**
+   * The refusal of a whole number of permits out of range, spelled as the caller received it: for
+   * a value no {@code long} holds (a JSON {@code 1e30}), which is too large, not "not a whole number".
+   */
+  public static IllegalArgumentException permitsOutOfRange(String permits, boolean belowOne, long maxPermits, String policyName) {
+    if (belowOne) {
+      return new IllegalArgumentException("permits " + permits + " is below 1; ask for at least one permit");
+    }
+    return new IllegalArgumentException("permits " + permits + " exceeds " + maxPermits
+        + ", the most policy '" + policyName + "' can ever grant at once; such a request could never be allowed");
   }
 
   /**

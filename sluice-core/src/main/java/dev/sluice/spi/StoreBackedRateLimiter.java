@@ -49,8 +49,8 @@ import java.util.function.BiConsumer;
  *       may have reached the store stays spent, one that certainly did not
  *       ({@link StoreNotReachedException}, or a step that wrote nothing) can be retried; a
  *       settlement (a refund of the unused part, or an {@link Step#OVERRUN}) follows the same rules;
- *   <li>listener events: one decision event per decision, one store-call event per step, one refund
- *       event per refund;
+ *   <li>listener events: one decision event per acquire (a peek charges nothing and is no decision,
+ *       as on the memory tier), one store-call event per step, one refund event per refund;
  *   <li>request coalescing, for a backend that can decide a batch ({@link #stepBatch}): acquires
  *       for one budget that arrive while a store call for it is in flight wait for it, then go
  *       together in one store call that decides them in arrival order at one instant, each exactly
@@ -299,7 +299,8 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
   protected final Decision peekAtTime(String key, Policy p, long nowMicros) {
     Checks.key(key);
     P plan = plan(p);
-    return finish(decide(plan, p, Step.PEEK, key, 1, nowMicros), key);
+    // Not finish(): a peek is no decision, so health probes and dashboards never inflate the counts.
+    return decide(plan, p, Step.PEEK, key, 1, nowMicros);
   }
 
   /** {@link #refund} at {@code nowMicros} (or {@link #STORE_CLOCK}). */

@@ -128,6 +128,26 @@ class VersionedStoreRateLimiterTest {
     assertThat(store.delegate.read(StoredId.policy(policy.name()), StoredId.key(policy.name(), "k"), 0)).isEqualTo(before);
   }
 
+  /** Issue 17.3: a peek was reported as a decision, so health probes counted as admissions. */
+  @Test
+  void aPeekIsNoDecisionForTheListenerAsOnTheMemoryTier() {
+    Policy p = Policy.fixedWindow("peeks", 3, Duration.ofMinutes(1));
+    java.util.List<Decision> told = new java.util.concurrent.CopyOnWriteArrayList<>();
+    RateLimitListener listener = new RateLimitListener() {
+      @Override public void onDecision(Decision decision, String key) {
+        told.add(decision);
+      }
+    };
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, new InMemoryVersionedStore()).ticker(Ticker.manual(T0))
+        .listener(listener, false).build();
+    for (int i = 0; i < 10; i++) {
+      assertThat(limiter.peek("k").allowed()).isTrue();
+    }
+    assertThat(told).isEmpty();
+    limiter.tryAcquire("k");
+    assertThat(told).hasSize(1);
+  }
+
   @Test
   void theRecordIsHashedVersionedAndCarriesTheDocumentedFormatAndExpiry() {
     Policy p = Policy.fixedWindow("login", 10, Duration.ofMinutes(5));

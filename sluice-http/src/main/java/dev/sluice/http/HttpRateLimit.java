@@ -162,7 +162,7 @@ public final class HttpRateLimit {
       primary = c.identity();
       global = c.ceiling();
     }
-    return new Admission(this, HttpVerdict.of(primary, global, ticker.nowMicros(), headers), primary, global);
+    return new Admission(this, HttpVerdict.of(primary, global, key, ticker.nowMicros(), headers), primary, global);
   }
 
   /** Builds an {@link HttpRateLimit}. */

@@ -82,17 +82,28 @@ public final class HttpVerdict {
    * decides; when both allowed, the headers list both policies and the fields are the client's.
    */
   public static HttpVerdict of(Decision primary, Decision ceiling, long nowMicros, RateLimitHeaders families) {
+    return of(primary, ceiling, null, nowMicros, families);
+  }
+
+  /**
+   * {@link #of(Decision, Decision, long, RateLimitHeaders)} for the client's {@code key}, which the
+   * headers name as the draft's partition key when {@link RateLimitHeaders#withPartitionKeys()} is on
+   * (and ignore otherwise; null for none).
+   */
+  public static HttpVerdict of(Decision primary, Decision ceiling, String key, long nowMicros, RateLimitHeaders families) {
     Checks.notNull("decision", primary);
     Checks.notNull("headers", families);
     Decision decisive = !primary.allowed() || ceiling == null || ceiling.allowed() ? primary : ceiling;
     int status = status(decisive);
     List<Header> headers = new ArrayList<>(6);
     if (status == OK) {
-      families.allowed(primary, ceiling, nowMicros, (n, v) -> headers.add(new Header(n, v)));
+      families.allowed(primary, ceiling, key, nowMicros, (n, v) -> headers.add(new Header(n, v)));
     } else {
       headers.add(new Header(RateLimitHeaders.RETRY_AFTER, Long.toString(retryAfterSeconds(decisive))));
       if (hasLimits(decisive)) {
-        families.limits(decisive, nowMicros, (n, v) -> headers.add(new Header(n, v)));
+        // t and X-RateLimit-Reset say when the refused request fits again: exactly Retry-After.
+        long resumesAt = nowMicros + retryAfterSeconds(decisive) * 1_000_000L;
+        families.refused(decisive, decisive == primary ? key : null, resumesAt, nowMicros, (n, v) -> headers.add(new Header(n, v)));
       }
     }
     Map<String, Object> fields = fields(decisive);

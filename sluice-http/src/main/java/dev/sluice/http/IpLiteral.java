@@ -103,15 +103,57 @@ final class IpLiteral {
     }
   }
 
-  /** The canonical text of an address: dotted quad, or the JDK's full IPv6 form. */
+  /**
+   * The canonical text of an address: a dotted quad (an IPv4-mapped IPv6 address too, so one client
+   * has one key over either family), or the RFC 5952 form of IPv6: lower-case hex without leading
+   * zeros, the longest run of two or more zero groups (the first of equals) as {@code ::}
+   * ({@code 2001:db8::1}, not the JDK's {@code 2001:db8:0:0:0:0:0:1}).
+   */
   static String format(byte[] a) {
     if (a.length == 4) {
       return (a[0] & 0xff) + "." + (a[1] & 0xff) + "." + (a[2] & 0xff) + "." + (a[3] & 0xff);
     }
-    try {
-      return InetAddress.getByAddress(a).getHostAddress();
-    } catch (UnknownHostException e) {
-      throw new IllegalStateException(e); // unreachable: 16 bytes is a valid length
+    if (isV4Mapped(a)) {
+      return format(java.util.Arrays.copyOfRange(a, 12, 16));
     }
+    int[] g = new int[8];
+    for (int i = 0; i < 8; i++) {
+      g[i] = (a[2 * i] & 0xff) << 8 | a[2 * i + 1] & 0xff;
+    }
+    int bestStart = -1;
+    int bestLength = 1; // a single zero group is never compressed
+    for (int i = 0; i < 8; ) {
+      int j = i;
+      while (j < 8 && g[j] == 0) {
+        j++;
+      }
+      if (j - i > bestLength) {
+        bestStart = i;
+        bestLength = j - i;
+      }
+      i = j == i ? i + 1 : j;
+    }
+    StringBuilder b = new StringBuilder(39);
+    for (int i = 0; i < 8; i++) {
+      if (i == bestStart) {
+        b.append("::");
+        i += bestLength - 1;
+        continue;
+      }
+      if (b.length() > 0 && b.charAt(b.length() - 1) != ':') {
+        b.append(':');
+      }
+      b.append(Integer.toHexString(g[i]));
+    }
+    return b.toString();
+  }
+
+  private static boolean isV4Mapped(byte[] a) {
+    for (int i = 0; i < 10; i++) {
+      if (a[i] != 0) {
+        return false;
+      }
+    }
+    return a[10] == (byte) 0xff && a[11] == (byte) 0xff;
   }
 }

@@ -22,7 +22,11 @@ import java.util.function.BiConsumer;
  *
  * <p>{@code q} is the policy's limit (a bucket's capacity, GCRA's burst); {@code w} is its window in
  * seconds (for a bucket: the time to refill from empty); {@code r} the permits remaining;
- * {@code t} the seconds until the window resets or the bucket is full again. Every second count is
+ * {@code t} the seconds until the window resets or the bucket is full again on an allowed answer,
+ * and on a refusal the seconds until the refused request fits again, which is its
+ * {@code Retry-After} (and {@code X-RateLimit-Reset} that instant): for a refilling algorithm (token
+ * bucket, GCRA) a refusal's "full again" lies well past the moment the next permits come back, and
+ * {@code r=0;t=4} beside {@code Retry-After: 1} would contradict itself. Every second count is
  * rounded up, so a client that waits as told is never early. Decisions served by a failure mode
  * (no store answered) render no limit headers.
  */
@@ -34,14 +38,16 @@ public final class RateLimitHeaders {
   public static final String X_RESET = "X-RateLimit-Reset";
   public static final String RETRY_AFTER = "Retry-After";
 
-  private static final RateLimitHeaders ALL = new RateLimitHeaders(true, true);
+  private static final RateLimitHeaders ALL = new RateLimitHeaders(true, true, false);
 
   private final boolean ietf;
   private final boolean legacy;
+  private final boolean partitionKeys;
 
-  private RateLimitHeaders(boolean ietf, boolean legacy) {
+  private RateLimitHeaders(boolean ietf, boolean legacy, boolean partitionKeys) {
     this.ietf = ietf;
     this.legacy = legacy;
+    this.partitionKeys = partitionKeys;
   }
 
   /** Both families on. */
@@ -54,7 +60,28 @@ public final class RateLimitHeaders {
    * {@code legacy} for {@code X-RateLimit-*}. {@code Retry-After} on refusals is always sent.
    */
   public static RateLimitHeaders of(boolean ietf, boolean legacy) {
-    return ietf && legacy ? ALL : new RateLimitHeaders(ietf, legacy);
+    return ietf && legacy ? ALL : new RateLimitHeaders(ietf, legacy, false);
+  }
+
+  /**
+   * These families with the draft's partition key on the client's policy items:
+   * {@code "api";q=100;w=60;pk=:MTIz...:}, a byte sequence that tells one client's partition from
+   * another's. It is 16 bytes of the key's stored id (SHA-256 of the policy name and the key), never
+   * the key itself, which is often personal data or a credential. Off unless asked for.
+   */
+  public RateLimitHeaders withPartitionKeys() {
+    return new RateLimitHeaders(ietf, legacy, true);
+  }
+
+  public boolean partitionKeys() { return partitionKeys; }
+
+  /** {@code ;pk=:BASE64:} for {@code key} under {@code d}'s policy, or nothing. */
+  private String pk(Decision d, String key) {
+    if (!partitionKeys || key == null) {
+      return "";
+    }
+    byte[] id = java.util.HexFormat.of().parseHex(dev.sluice.internal.StoredId.key(d.policy().name(), key).substring(0, 32));
+    return ";pk=:" + java.util.Base64.getEncoder().encodeToString(id) + ":";
   }
 
   public boolean ietf() { return ietf; }
@@ -66,7 +93,13 @@ public final class RateLimitHeaders {
    * global ceiling's (or null).
    */
   public void allowed(Decision primary, Decision ceiling, long nowMicros, BiConsumer<String, String> out) {
+    allowed(primary, ceiling, null, nowMicros, out);
+  }
+
+  /** {@link #allowed(Decision, Decision, long, BiConsumer)} for the client's {@code key} (its partition key, when on). */
+  public void allowed(Decision primary, Decision ceiling, String key, long nowMicros, BiConsumer<String, String> out) {
     Decision a = rendered(primary);
+    String pk = a != null ? pk(a, key) : "";
     Decision b = rendered(ceiling);
     if (a == null) {
       a = b;
@@ -76,26 +109,30 @@ public final class RateLimitHeaders {
       return;
     }
     if (ietf) {
-      out.accept(RATE_LIMIT_POLICY, b == null ? policyItem(a) : policyItem(a) + ", " + policyItem(b));
-      out.accept(RATE_LIMIT, b == null ? limitItem(a, nowMicros) : limitItem(a, nowMicros) + ", " + limitItem(b, nowMicros));
+      String policy = policyItem(a) + pk;
+      String limit = limitItem(a, nowMicros) + pk;
+      out.accept(RATE_LIMIT_POLICY, b == null ? policy : policy + ", " + policyItem(b));
+      out.accept(RATE_LIMIT, b == null ? limit : limit + ", " + limitItem(b, nowMicros));
     }
     if (legacy) {
       Decision tight = b != null && b.remaining() < a.remaining() ? b : a;
-      legacy(tight, out);
+      legacy(tight, tight.resetAtMicros(), out);
     }
   }
 
   /**
-   * The limit headers of one decision (the families switched on), whatever its outcome; the caller
-   * ({@link HttpVerdict}) decides whether a response carries them.
+   * The limit headers of a refusal (the families switched on), reporting {@code resumesAtMicros}, the
+   * instant the refused request fits again, as the reset ({@code t}, {@code X-RateLimit-Reset}); the
+   * caller ({@link HttpVerdict}) decides whether a response carries them.
    */
-  void limits(Decision d, long nowMicros, BiConsumer<String, String> out) {
+  void refused(Decision d, String key, long resumesAtMicros, long nowMicros, BiConsumer<String, String> out) {
     if (ietf) {
-      out.accept(RATE_LIMIT_POLICY, policyItem(d));
-      out.accept(RATE_LIMIT, limitItem(d, nowMicros));
+      String pk = pk(d, key);
+      out.accept(RATE_LIMIT_POLICY, policyItem(d) + pk);
+      out.accept(RATE_LIMIT, limitItem(d, resumesAtMicros, nowMicros) + pk);
     }
     if (legacy) {
-      legacy(d, out);
+      legacy(d, resumesAtMicros, out);
     }
   }
 
@@ -103,10 +140,10 @@ public final class RateLimitHeaders {
     return d == null || d.path() == Path.FAILURE_MODE ? null : d;
   }
 
-  private static void legacy(Decision d, BiConsumer<String, String> out) {
+  private static void legacy(Decision d, long resetAtMicros, BiConsumer<String, String> out) {
     out.accept(X_LIMIT, Long.toString(d.limit()));
     out.accept(X_REMAINING, Long.toString(d.remaining()));
-    out.accept(X_RESET, Long.toString(ceilSeconds(d.resetAtMicros())));
+    out.accept(X_RESET, Long.toString(ceilSeconds(resetAtMicros)));
   }
 
   /** {@code "api";q=100;w=60}. Policy names need no escaping: they are {@code [A-Za-z0-9._:-]}. */
@@ -116,7 +153,11 @@ public final class RateLimitHeaders {
 
   /** {@code "api";r=50;t=30}. */
   public static String limitItem(Decision d, long nowMicros) {
-    return "\"" + d.policy().name() + "\";r=" + d.remaining() + ";t=" + Math.max(0, ceilSeconds(d.resetAtMicros() - nowMicros));
+    return limitItem(d, d.resetAtMicros(), nowMicros);
+  }
+
+  private static String limitItem(Decision d, long resetAtMicros, long nowMicros) {
+    return "\"" + d.policy().name() + "\";r=" + d.remaining() + ";t=" + Math.max(0, ceilSeconds(resetAtMicros - nowMicros));
   }
 
   /** The policy's window in whole seconds, rounded up: a bucket's time to refill from empty. */
@@ -149,6 +190,6 @@ public final class RateLimitHeaders {
   }
 
   @Override public String toString() {
-    return "RateLimitHeaders[ietf=" + ietf + ", legacy=" + legacy + "]";
+    return "RateLimitHeaders[ietf=" + ietf + ", legacy=" + legacy + (partitionKeys ? ", partitionKeys" : "") + "]";
   }
 }

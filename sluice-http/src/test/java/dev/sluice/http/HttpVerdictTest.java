@@ -68,6 +68,60 @@ class HttpVerdictTest {
         .containsExactly(h("Retry-After", "2"));
   }
 
+  /**
+   * Issue 17.7: a token bucket refused with Retry-After: 1 beside RateLimit: "uploads";r=0;t=4, which
+   * says nothing is available for 4 s. On every algorithm a refusal's t (and X-RateLimit-Reset) is
+   * the instant its Retry-After names, and waiting that long is enough.
+   */
+  @ParameterizedTest(name = "{0}")
+  @org.junit.jupiter.params.provider.ValueSource(strings = {"fixed-window", "sliding-window", "token-bucket", "gcra", "sliding-log"})
+  void aRefusalsTAndResetAgreeWithItsRetryAfterOnEveryAlgorithm(String algorithm) {
+    Duration w = Duration.ofSeconds(4);
+    Policy p = switch (algorithm) {
+      case "fixed-window" -> Policy.fixedWindow("uploads", 4, w);
+      case "sliding-window" -> Policy.slidingWindow("uploads", 4, w);
+      case "token-bucket" -> Policy.tokenBucket("uploads", 4, 1, Duration.ofSeconds(1));
+      case "gcra" -> Policy.gcra("uploads", 1, Duration.ofSeconds(1), 4);
+      default -> Policy.slidingLog("uploads", 4, w);
+    };
+    ManualTicker t = Ticker.manual(T0 + 250_000);
+    MemoryRateLimiter lim = MemoryRateLimiter.builder(p).ticker(t).build();
+    for (int i = 0; i < 4; i++) {
+      assertThat(lim.tryAcquire("k").allowed()).isTrue();
+      t.advance(Duration.ofMillis(100));
+    }
+    Decision refused = lim.tryAcquire("k");
+    HttpVerdict v = HttpVerdict.of(refused, t.nowMicros(), RateLimitHeaders.all());
+    assertThat(v.status()).isEqualTo(429);
+    Map<String, String> h = new java.util.HashMap<>();
+    v.headers().forEach(x -> h.put(x.name(), x.value()));
+    long retryAfter = Long.parseLong(h.get("Retry-After"));
+    assertThat(h.get("RateLimit")).isEqualTo("\"uploads\";r=0;t=" + retryAfter);
+    assertThat(Long.parseLong(h.get("X-RateLimit-Reset"))).isEqualTo(Math.floorDiv(t.nowMicros() + retryAfter * 1_000_000L + 999_999, 1_000_000L));
+    if (algorithm.equals("token-bucket") || algorithm.equals("gcra")) {
+      assertThat(retryAfter).as("one permit back in a second, not the bucket full in four").isEqualTo(1);
+    }
+    t.advance(Duration.ofSeconds(retryAfter));
+    assertThat(lim.tryAcquire("k").allowed()).as("waiting as told is enough").isTrue();
+  }
+
+  /** Issue 17.7: the draft's pk partition key, behind a switch: a digest of the key, never the key; off by default. */
+  @Test void partitionKeysAreAHashOfTheKeyAndOnlyWhenSwitchedOn() {
+    ManualTicker t = Ticker.manual(T0);
+    MemoryRateLimiter lim = MemoryRateLimiter.builder(Policy.fixedWindow("login", 1, Duration.ofSeconds(60))).ticker(t).build();
+    Decision ok = lim.tryAcquire("user:42");
+    String pk = ";pk=:" + java.util.Base64.getEncoder().encodeToString(
+        java.util.HexFormat.of().parseHex(dev.sluice.internal.StoredId.key("login", "user:42").substring(0, 32))) + ":";
+    HttpVerdict on = HttpVerdict.of(ok, null, "user:42", t.nowMicros(), RateLimitHeaders.all().withPartitionKeys());
+    assertThat(on.headers()).contains(h("RateLimit-Policy", "\"login\";q=1;w=60" + pk), h("RateLimit", "\"login\";r=0;t=60" + pk));
+    assertThat(on.headers().toString()).doesNotContain("user:42");
+    HttpVerdict refused = HttpVerdict.of(lim.tryAcquire("user:42"), null, "user:42", t.nowMicros(), RateLimitHeaders.all().withPartitionKeys());
+    assertThat(refused.headers()).contains(h("RateLimit", "\"login\";r=0;t=60" + pk));
+    assertThat(HttpVerdict.of(ok, null, "user:42", t.nowMicros(), RateLimitHeaders.all()).headers())
+        .contains(h("RateLimit", "\"login\";r=0;t=60"));
+    assertThat(pk).hasSize(";pk=::".length() + 24);
+  }
+
   @Test void retryAfterIsRoundedUpInSecondsAndMillisecondsAndIsAtLeastOne() {
     Decision d = Decision.refused(API, Reason.LIMIT_EXCEEDED, 0, T0 + 1_000, 39_500_001);
     assertThat(HttpVerdict.retryAfterSeconds(d)).isEqualTo(40);

@@ -39,8 +39,26 @@ class KeyResolverTest {
     assertThat(KeyResolver.forwardedFor(EDGE).resolve(new FakeRequest("10.0.0.2").header("X-Forwarded-For", "10.9.9.9, 10.0.0.1")))
         .isEqualTo("ip:10.9.9.9");
     assertThat(KeyResolver.forwardedFor(EDGE).resolve(new FakeRequest("fd00::1").header("X-Forwarded-For", "[2001:db8::5]:443")))
-        .isEqualTo("ip:2001:db8:0:0:0:0:0:5");
+        .isEqualTo("ip:2001:db8::5");
     assertThat(KeyResolver.forwardedFor(EDGE).resolve(new FakeRequest("10.0.0.2"))).isEqualTo("ip:10.0.0.2");
+  }
+
+  /** Issue 17.11: IPv6 keys read ip:2001:db8:0:0:0:0:0:1 (the JDK's form), not RFC 5952's ip:2001:db8::1. */
+  @Test void ipv6KeysAreInRfc5952Form() {
+    String[][] cases = {
+        {"2001:DB8:0:0:0:0:0:1", "2001:db8::1"},
+        {"2001:db8:0:0:1:0:0:1", "2001:db8::1:0:0:1"}, // equal runs: the first is compressed
+        {"2001:db8:0:1:0:0:0:1", "2001:db8:0:1::1"}, // the longest run, not the first
+        {"2001:db8:1:1:1:1:0:1", "2001:db8:1:1:1:1:0:1"}, // one zero group stays
+        {"0:0:0:0:0:0:0:0", "::"},
+        {"0:0:0:0:0:0:0:1", "::1"},
+        {"fe80:0:0:0:0:0:0:0", "fe80::"},
+        {"2001:0db8:00aa:0000:0000:0000:0bcd:0001", "2001:db8:aa::bcd:1"},
+        {"::ffff:192.0.2.1", "192.0.2.1"}, // IPv4-mapped: the client's IPv4 key
+    };
+    for (String[] c : cases) {
+      assertThat(KeyResolver.clientAddress().resolve(new FakeRequest(c[0]))).as(c[0]).isEqualTo("ip:" + c[1]);
+    }
   }
 
   @Test void forwardedHeaderOfRfc7239() {
@@ -48,7 +66,7 @@ class KeyResolverTest {
     FakeRequest viaEdge = new FakeRequest("10.0.0.2")
         .header("Forwarded", "for=6.6.6.6;proto=https, for=\"[2001:db8:cafe::17]:4711\";by=10.0.0.1")
         .header("Forwarded", "For=10.0.0.1;host=\"a,b;c\"");
-    assertThat(r.resolve(viaEdge)).isEqualTo("ip:2001:db8:cafe:0:0:0:0:17");
+    assertThat(r.resolve(viaEdge)).isEqualTo("ip:2001:db8:cafe::17");
     assertThat(r.resolve(new FakeRequest("10.0.0.2").header("Forwarded", "for=_hidden"))).isNull();
     assertThat(r.resolve(new FakeRequest("10.0.0.2").header("Forwarded", "for=\"unterminated"))).isNull();
     assertThat(r.resolve(new FakeRequest("10.0.0.2").header("Forwarded", "proto=https"))).isNull();
@@ -86,7 +104,7 @@ class KeyResolverTest {
 
   @Test void trustedProxiesParseCidrsAndRefuseNames() {
     TrustedProxies p = TrustedProxies.of("192.168.1.77/24", "::1", "::ffff:172.16.0.1");
-    assertThat(p.blocks()).containsExactly("192.168.1.0/24", "0:0:0:0:0:0:0:1/128", "172.16.0.1/32");
+    assertThat(p.blocks()).containsExactly("192.168.1.0/24", "::1/128", "172.16.0.1/32");
     assertThat(p.contains("192.168.1.200")).isTrue();
     assertThat(p.contains("192.168.2.1")).isFalse();
     assertThat(p.contains("::ffff:192.168.1.5")).isTrue();

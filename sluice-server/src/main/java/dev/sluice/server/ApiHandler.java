@@ -45,7 +45,8 @@ import org.eclipse.jetty.util.Fields;
  *   POST /v1/settle   {"ticket":"...","actual":12}                  -> 200 {"result":"applied"|"no_effect"} | 503 failed
  *   GET  /v1/peek?policy=api&amp;key=user:42                            -> 200, the decision one permit would get, nothing charged
  *   GET  /v1/policies                                               -> the configured policies
- *   GET  /healthz                                                   -> 200 up | 503 down (shared stores are asked)
+ *   GET  /healthz                                                   -> 200 up: liveness, the process answers (no store call)
+ *   GET  /readyz                                                    -> 200 ready | 503 not_ready: the store answered its last probe
  *   GET  /metrics                                                   -> Prometheus text
  * </pre>
  * A bad request gets 400 and {@code {"error":"bad_request","message":"..."}} saying what was wrong; an
@@ -65,51 +66,111 @@ final class ApiHandler extends Handler.Abstract {
   record Entry(Policy policy, RateLimiter limiter, ServerMetrics.PolicyMeters meters, long ticketLifeMicros) {}
 
   /** The header families of sluice-http; with {@link HttpVerdict} the service answers exactly what the HTTP filters answer. */
-  private static final RateLimitHeaders HEADERS = RateLimitHeaders.all();
+  private volatile RateLimitHeaders headers = RateLimitHeaders.all();
 
-  private final Map<String, Entry> entries;
+  /** {@code --partition-keys}: the draft's {@code pk} on the client's policy items (see RateLimitHeaders). */
+  void partitionKeys(boolean on) {
+    headers = on ? RateLimitHeaders.all().withPartitionKeys() : RateLimitHeaders.all();
+  }
+
+  /** The policies in force: replaced whole by {@link #reload}, read once per request. */
+  private volatile Map<String, Entry> entries;
   private final Store store;
   private final Ticker ticker;
   private final TicketCodec tickets;
-  private final SpentTickets spent;
+  private final SpentSet spent;
   private final ServerMetrics metrics;
-  private final ObjectMapper mapper = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+  /** Trailing tokens and a repeated field are errors; numbers keep their digits (1e30 is too large, not a double). */
+  private final ObjectMapper mapper = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+      .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS).enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
   private final JsonFactory json = mapper.getFactory();
   private final Timer acquireTimer;
   private final Timer refundTimer;
   private final Timer settleTimer;
   private final Timer peekTimer;
-  private final String policiesBody;
+  private volatile String policiesBody;
+  private final String livenessBody;
+  private final Readiness readiness;
+  private final java.util.concurrent.Semaphore pending;
+  private final int maxPending;
 
-  ApiHandler(List<Policy> policies, Store store, Ticker ticker, TicketCodec tickets, SpentTickets spent, ServerMetrics metrics) {
+  ApiHandler(List<Policy> policies, Store store, Ticker ticker, TicketCodec tickets, SpentSet spent, ServerMetrics metrics,
+             Readiness readiness, int maxPending) {
+    if (maxPending < 1) {
+      throw new IllegalArgumentException("--max-pending " + maxPending + " is not positive; it must be at least 1");
+    }
+    this.maxPending = maxPending;
+    this.pending = new java.util.concurrent.Semaphore(maxPending);
     this.store = store;
+    this.readiness = readiness;
     this.ticker = ticker;
     this.tickets = tickets;
     this.spent = spent;
     this.metrics = metrics;
-    Map<String, Entry> m = new LinkedHashMap<>();
-    for (Policy p : policies) {
-      RateLimiter limiter = store.limiter(p, metrics.listener());
-      if (limiter instanceof MemoryRateLimiter memory) {
-        metrics.trackedKeys(p.name(), memory::trackedKeys);
-      }
-      m.put(p.name(), new Entry(p, limiter, metrics.forPolicy(p), PolicyFile.quotaMicros(p.algorithm())));
-    }
-    this.entries = Map.copyOf(m);
+    this.entries = Map.of();
     this.acquireTimer = metrics.requestTimer("acquire");
     this.refundTimer = metrics.requestTimer("refund");
     this.settleTimer = metrics.requestTimer("settle");
     this.peekTimer = metrics.requestTimer("peek");
+    this.livenessBody = "{\"status\":\"up\",\"store\":\"" + store.name() + "\"}";
+    reload(policies);
+  }
+
+  /**
+   * Puts {@code policies} in force. A budget is its policy's name and the key, so a policy whose name
+   * stays keeps its limiter and its counts (other numbers apply at the key's next hit, as a per-call
+   * override does); a new name gets a limiter, a dropped one is no longer served. Returns what changed.
+   */
+  synchronized String reload(List<Policy> policies) {
+    store.check(policies);
+    Map<String, Entry> old = entries;
+    Map<String, Entry> m = new LinkedHashMap<>();
+    List<String> added = new java.util.ArrayList<>();
+    List<String> changed = new java.util.ArrayList<>();
+    for (Policy p : policies) {
+      Entry was = old.get(p.name());
+      RateLimiter limiter;
+      if (was != null) {
+        limiter = was.limiter();
+        if (!was.policy().equals(p)) {
+          changed.add(p.name());
+        }
+      } else {
+        limiter = store.limiter(p, metrics.listener());
+        if (limiter instanceof MemoryRateLimiter memory) {
+          metrics.trackedKeys(p.name(), memory::trackedKeys);
+        }
+        added.add(p.name());
+      }
+      m.put(p.name(), new Entry(p, limiter, was != null ? was.meters() : metrics.forPolicy(p), PolicyFile.quotaMicros(p.algorithm())));
+    }
+    List<String> removed = old.keySet().stream().filter(n -> !m.containsKey(n)).toList();
     this.policiesBody = write(g -> {
       g.writeStartObject();
       g.writeStringField("store", store.name());
       g.writeArrayFieldStart("policies");
       for (Policy p : policies) {
         g.writeObject(PolicyFile.describe(p));
-        }
+      }
       g.writeEndArray();
       g.writeEndObject();
     });
+    this.entries = java.util.Collections.unmodifiableMap(m);
+    return "changed: " + names(changed) + "; added: " + names(added) + "; removed: " + names(removed);
+  }
+
+  private static String names(List<String> names) {
+    return names.isEmpty() ? "none" : String.join(", ", names);
+  }
+
+  /** The policies in force, as {@code GET /v1/policies} lists them. */
+  String policiesBody() {
+    return policiesBody;
+  }
+
+  /** The entry of a configured policy (400 naming the configured ones otherwise), for the admin API. */
+  Entry configured(String name) {
+    return entry(name);
   }
 
   RateLimiter limiter(String policy) {
@@ -137,9 +198,8 @@ final class ApiHandler extends Handler.Abstract {
     try {
       switch (path) {
         case "/v1/acquire" -> {
-          timer = acquireTimer;
           requireMethod(method, "POST");
-          acquire(request, response, callback);
+          acquire(request, response, callback, start); // answers when the decision completes; times itself
         }
         case "/v1/refund" -> {
           timer = refundTimer;
@@ -162,7 +222,11 @@ final class ApiHandler extends Handler.Abstract {
         }
         case "/healthz" -> {
           requireMethod(method, "GET");
-          health(response, callback);
+          send(response, callback, 200, livenessBody);
+        }
+        case "/readyz" -> {
+          requireMethod(method, "GET");
+          ready(response, callback);
         }
         case "/metrics" -> {
           requireMethod(method, "GET");
@@ -171,15 +235,11 @@ final class ApiHandler extends Handler.Abstract {
           Content.Sink.write(response, true, metrics.scrape(), callback);
         }
         default -> throw new ApiError(404, "not_found", "no route " + method + " " + path
-            + "; routes: POST /v1/acquire, POST /v1/refund, POST /v1/settle, GET /v1/peek, GET /v1/policies, GET /healthz, GET /metrics");
+            + "; routes: POST /v1/acquire, POST /v1/refund, POST /v1/settle, GET /v1/peek, GET /v1/policies, GET /healthz,"
+            + " GET /readyz, GET /metrics");
       }
     } catch (ApiError e) {
-      if (e.status == 405) {
-        response.getHeaders().put(HttpHeader.ALLOW, e.code);
-        sendError(response, callback, 405, "method_not_allowed", e.getMessage());
-      } else {
-        sendError(response, callback, e.status, e.code, e.getMessage());
-      }
+      sendError(response, callback, e);
     } catch (IllegalArgumentException e) {
       // Every validation in Sluice (Checks) throws this with a message naming the value and the rule.
       sendError(response, callback, 400, "bad_request", e.getMessage());
@@ -194,17 +254,51 @@ final class ApiHandler extends Handler.Abstract {
     return true;
   }
 
-  private void acquire(Request request, Response response, Callback callback) throws IOException {
+  /**
+   * An acquire on the limiter's asynchronous path: no thread waits for Redis or PostgreSQL, the
+   * answer is written when the decision completes (within the store timeout, the failure mode's
+   * otherwise). At most {@code maxPending} decisions are outstanding; past that the request is shed
+   * at once with 503 {@code overloaded} and {@code Retry-After: 1}, instead of queueing into timeouts.
+   */
+  private void acquire(Request request, Response response, Callback callback, long start) throws IOException {
     JsonNode body = readObject(request, ACQUIRE_FIELDS, "acquire takes policy, key and permits");
     Entry e = entry(requiredText(body, "policy"));
     String key = Checks.key(requiredText(body, "key"));
     long permits = permits(body.get("permits"), e.policy());
-    Decision d = e.limiter().tryAcquire(key, permits, e.policy());
+    if (!pending.tryAcquire()) {
+      response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
+      throw new ApiError(503, "overloaded", "more than " + maxPending + " decisions are pending; retry after 1 second");
+    }
+    java.util.concurrent.CompletionStage<Decision> decision;
+    try {
+      decision = e.limiter().tryAcquireAsync(key, permits, e.policy());
+    } catch (RuntimeException x) {
+      pending.release();
+      throw x;
+    }
+    decision.whenComplete((d, error) -> {
+      pending.release();
+      try {
+        if (error != null) {
+          LOG.log(System.Logger.Level.ERROR, "acquire for policy '" + e.policy().name() + "' failed", error);
+          sendError(response, callback, 500, "internal", "internal error; the server log has the details");
+        } else {
+          answer(response, callback, e, key, d);
+        }
+      } catch (RuntimeException x) {
+        callback.failed(x);
+      } finally {
+        acquireTimer.record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS);
+      }
+    });
+  }
+
+  private void answer(Response response, Callback callback, Entry e, String key, Decision d) {
     long now = ticker.nowMicros();
     String ticket = d.ticket()
         .map(t -> tickets.encode(e.policy().name(), key, t.permits(), t.stamp(), now))
         .orElse(null);
-    HttpVerdict verdict = HttpVerdict.of(d, now, HEADERS);
+    HttpVerdict verdict = HttpVerdict.of(d, null, key, now, headers);
     if (verdict.allowed()) {
       putHeaders(response, verdict);
       send(response, callback, 200, decisionBody(verdict, ticket));
@@ -250,6 +344,10 @@ final class ApiHandler extends Handler.Abstract {
         case FULL -> {
           result = Refund.FAILED;
           detail = "too many tickets refunded recently to remember another; refused to stay strict, retry later";
+        }
+        case FAILED -> {
+          result = Refund.FAILED;
+          detail = "the store could not record the ticket as spent; refused to stay strict, retry later";
         }
         default -> {
           result = e.limiter().refund(store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp()));
@@ -311,6 +409,10 @@ final class ApiHandler extends Handler.Abstract {
           result = Settlement.FAILED;
           detail = "too many tickets spent recently to remember another; retry later";
         }
+        case FAILED -> {
+          result = Settlement.FAILED;
+          detail = "the store could not record the ticket as spent; refused to stay strict, retry later";
+        }
         default -> {
           result = e.limiter().settle(store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp()), actual);
           detail = switch (result) {
@@ -347,37 +449,26 @@ final class ApiHandler extends Handler.Abstract {
     String key = Checks.key(requiredParam(q, "key"));
     Decision d = e.limiter().peek(key, e.policy());
     long now = ticker.nowMicros();
-    HttpVerdict verdict = HttpVerdict.of(d, now, HEADERS);
+    HttpVerdict verdict = HttpVerdict.of(d, null, key, now, headers);
     if (verdict.status() == HttpVerdict.SERVICE_UNAVAILABLE) {
       sendRefusal(response, callback, verdict);
       return;
     }
     // A peek reads the quota, it asks for nothing: 200 with the limit headers (none for a
     // failure-mode decision) and the decision's fields, whether one permit would fit or not.
-    HEADERS.allowed(d, null, now, response.getHeaders()::put);
+    headers.allowed(d, null, key, now, response.getHeaders()::put);
     send(response, callback, 200, decisionBody(verdict, null));
   }
 
-  private void health(Response response, Callback callback) {
-    boolean up = true;
-    String reason = null;
-    if (store.shared()) {
-      // Ask the store: a peek writes nothing, and its reason says whether the store answered.
-      Entry e = entries.values().iterator().next();
-      Decision d = e.limiter().peek("sluice:healthz", e.policy());
-      if (d.reason().isFailure()) {
-        up = false;
-        reason = HttpVerdict.code(d.reason());
-      }
-    }
-    boolean isUp = up;
-    String why = reason;
-    send(response, callback, up ? 200 : 503, write(g -> {
+  /** Readiness: the store's last probe (at most one a second, never a decision); 503 while it does not answer. */
+  private void ready(Response response, Callback callback) {
+    Readiness.Status s = readiness.status();
+    send(response, callback, s.ready() ? 200 : 503, write(g -> {
       g.writeStartObject();
-      g.writeStringField("status", isUp ? "up" : "down");
+      g.writeStringField("status", s.ready() ? "ready" : "not_ready");
       g.writeStringField("store", store.name());
-      if (why != null) {
-        g.writeStringField("reason", why);
+      if (!s.ready()) {
+        g.writeStringField("reason", s.reason());
       }
       g.writeEndObject();
     }));
@@ -410,11 +501,36 @@ final class ApiHandler extends Handler.Abstract {
     if (v == null) {
       return 1;
     }
-    if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+    java.math.BigDecimal n = v.isNumber() ? v.decimalValue() : null;
+    if (n == null || n.signum() != 0 && n.stripTrailingZeros().scale() > 0) {
       throw new ApiError(400, "bad_request", "permits " + abbreviate(v.toString())
           + " is not a whole number; give a whole number from 1 to " + p.limit() + ", or leave it out for 1");
     }
-    return Checks.permits(v.longValue(), p.limit(), p.name());
+    if (n.compareTo(java.math.BigDecimal.valueOf(Long.MAX_VALUE)) > 0 || n.signum() < 1) {
+      // A whole number no long holds (1e30, 2^64) is too large; zero and below are below 1.
+      throw Checks.permitsOutOfRange(abbreviate(v.toString()), n.signum() < 1, p.limit(), p.name());
+    }
+    return Checks.permits(n.longValueExact(), p.limit(), p.name());
+  }
+
+  /**
+   * A body the API reads is JSON: {@code Content-Type: application/json} (a charset, if named, is
+   * UTF-8), else 415; a form post ({@code curl -d}) is refused before its body is parsed as JSON.
+   */
+  private static void requireJson(Request request) {
+    String type = request.getHeaders().get(HttpHeader.CONTENT_TYPE);
+    String[] parts = type == null ? new String[] {""} : type.split(";");
+    boolean json = parts[0].strip().equalsIgnoreCase(JSON);
+    for (int i = 1; i < parts.length && json; i++) {
+      String param = parts[i].strip().toLowerCase(java.util.Locale.ROOT);
+      if (param.startsWith("charset=")) {
+        json = param.substring(8).replace("\"", "").equals("utf-8");
+      }
+    }
+    if (!json) {
+      throw new ApiError(415, "unsupported_media_type", (type == null ? "Content-Type is missing" : "Content-Type "
+          + Checks.quote(abbreviate(type)) + " is not supported") + "; send the body as JSON with Content-Type: application/json");
+    }
   }
 
   /**
@@ -430,10 +546,16 @@ final class ApiHandler extends Handler.Abstract {
     }
   }
 
-  private JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
+  JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
     long declared = request.getLength();
     byte[] bytes;
     try (InputStream in = Request.asInputStream(request)) {
+      try {
+        requireJson(request);
+      } catch (ApiError e) {
+        discard(in); // read what the client is sending, so that it reads the 415 on a connection that stays usable
+        throw e;
+      }
       if (declared > MAX_BODY_BYTES) {
         discard(in);
         throw new ApiError(413, "payload_too_large", "request body of " + declared + " bytes exceeds " + MAX_BODY_BYTES + " bytes");
@@ -452,8 +574,13 @@ final class ApiHandler extends Handler.Abstract {
       node = mapper.readTree(bytes);
     } catch (JsonProcessingException e) {
       JsonLocation at = e.getLocation();
-      throw new ApiError(400, "bad_request", "request body is not valid JSON" + (at == null ? "" : " (line " + at.getLineNr()
-          + ", column " + at.getColumnNr() + ")") + ": " + e.getOriginalMessage());
+      String where = at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")";
+      String message = e.getOriginalMessage();
+      if (message != null && message.startsWith("Duplicate field '")) {
+        String field = message.substring("Duplicate field '".length(), message.length() - 1);
+        throw new ApiError(400, "bad_request", "field " + Checks.quote(field) + " appears twice" + where + "; give each field once");
+      }
+      throw new ApiError(400, "bad_request", "request body is not valid JSON" + where + ": " + message);
     }
     if (node == null || !node.isObject()) {
       throw new ApiError(400, "bad_request", "request body must be a JSON object (" + usage + ")");
@@ -467,7 +594,7 @@ final class ApiHandler extends Handler.Abstract {
     return node;
   }
 
-  private static String requiredText(JsonNode body, String field) {
+  static String requiredText(JsonNode body, String field) {
     JsonNode v = body.get(field);
     if (v == null || v.isNull()) {
       throw new ApiError(400, "bad_request", field + " is missing");
@@ -486,7 +613,7 @@ final class ApiHandler extends Handler.Abstract {
     return v;
   }
 
-  private static void requireMethod(String method, String allowed) {
+  static void requireMethod(String method, String allowed) {
     if (!allowed.equals(method)) {
       throw new ApiError(405, allowed, method + " is not allowed here; use " + allowed);
     }
@@ -496,7 +623,17 @@ final class ApiHandler extends Handler.Abstract {
     return s.length() <= 40 ? s : s.substring(0, 40) + "...";
   }
 
-  private void sendError(Response response, Callback callback, int status, String code, String message) {
+  /** An {@link ApiError} as its JSON answer; a 405 names the allowed method in {@code Allow}. */
+  void sendError(Response response, Callback callback, ApiError e) {
+    if (e.status == 405) {
+      response.getHeaders().put(HttpHeader.ALLOW, e.code);
+      sendError(response, callback, 405, "method_not_allowed", e.getMessage());
+    } else {
+      sendError(response, callback, e.status, e.code, e.getMessage());
+    }
+  }
+
+  void sendError(Response response, Callback callback, int status, String code, String message) {
     send(response, callback, status, write(g -> {
       g.writeStartObject();
       g.writeStringField("error", code);
@@ -505,7 +642,7 @@ final class ApiHandler extends Handler.Abstract {
     }));
   }
 
-  private static void send(Response response, Callback callback, int status, String body) {
+  static void send(Response response, Callback callback, int status, String body) {
     send(response, callback, status, JSON, body);
   }
 
@@ -516,11 +653,11 @@ final class ApiHandler extends Handler.Abstract {
   }
 
   @FunctionalInterface
-  private interface JsonWriter {
+  interface JsonWriter {
     void write(JsonGenerator g) throws IOException;
   }
 
-  private String write(JsonWriter w) {
+  String write(JsonWriter w) {
     StringWriter out = new StringWriter(256);
     try (JsonGenerator g = json.createGenerator(out)) {
       g.setCodec(mapper);

@@ -28,6 +28,7 @@ final class JsonErrorHandler extends ErrorHandler {
       case 405 -> "method_not_allowed";
       case 413 -> "payload_too_large";
       case 414 -> "uri_too_long";
+      case 415 -> "unsupported_media_type";
       case 431 -> "headers_too_large";
       case 500 -> "internal";
       case 503 -> "unavailable";

@@ -16,8 +16,6 @@ import picocli.CommandLine.Option;
     description = {"Runs the rate-limit service: a JSON HTTP API over the policies of a YAML file.",
         "Store: the embedded memory store by default (per process), or --redis / --postgres to share limits between instances."})
 final class ServeCommand implements Callable<Integer> {
-  private static volatile boolean serving;
-
   @Option(names = {"-c", "--config"}, required = true, paramLabel = "FILE", description = "Policy file (YAML), e.g. examples/policies.yaml.")
   Path config;
 
@@ -79,6 +77,42 @@ final class ServeCommand implements Callable<Integer> {
       description = "Headers ShouldRateLimit asks Envoy to add: ietf (RateLimit, RateLimit-Policy), all (also X-RateLimit-*), none. Default: ${DEFAULT-VALUE}.")
   String envoyHeaders;
 
+  @Option(names = "--ticket-keys", paramLabel = "FILE",
+      description = "Refund-ticket signing keys shared by every instance, one ID:BASE64 a line (the first signs); else $"
+          + TicketKeys.ENV + ", else a random key per process.")
+  Path ticketKeys;
+
+  @Option(names = "--max-pending", defaultValue = "" + SluiceServer.DEFAULT_MAX_PENDING, paramLabel = "N",
+      description = "Most acquires outstanding on the store at once; past it, 503 overloaded with Retry-After: 1 at once."
+          + " Default: ${DEFAULT-VALUE}.")
+  int maxPending;
+
+  @Option(names = "--partition-keys", description = "Add the ratelimit-headers draft's pk (a hash of the key, never the key) to"
+      + " RateLimit-Policy and RateLimit. Off by default.")
+  boolean partitionKeys;
+
+  @Option(names = "--admin-port", paramLabel = "PORT",
+      description = "Serve the admin API (reload, reset a key, list policies) on this port; off unless given. Needs a token.")
+  Integer adminPort;
+
+  @Option(names = "--admin-host", defaultValue = "127.0.0.1", paramLabel = "ADDRESS",
+      description = "Address the admin API binds. Default: ${DEFAULT-VALUE} (loopback only).")
+  String adminHost;
+
+  @Option(names = "--admin-token-file", paramLabel = "FILE",
+      description = "The admin API's bearer token (the file's content, trimmed); else $" + SluiceServer.ADMIN_TOKEN_ENV + ".")
+  Path adminTokenFile;
+
+  private String adminToken() throws java.io.IOException {
+    if (adminTokenFile != null) {
+      if (!java.nio.file.Files.isReadable(adminTokenFile)) {
+        throw new IllegalArgumentException("--admin-token-file " + adminTokenFile + " cannot be read");
+      }
+      return java.nio.file.Files.readString(adminTokenFile).strip();
+    }
+    return System.getenv(SluiceServer.ADMIN_TOKEN_ENV);
+  }
+
   private Store store() {
     if (redis == null && postgres == null) {
       return Store.memory(maxKeys, maxKeyLength, Ticker.system());
@@ -115,8 +149,14 @@ final class ServeCommand implements Callable<Integer> {
     }
   }
 
-  static boolean keepsRunning() {
-    return serving;
+  /** SIGHUP: re-read the policy file; a bad one keeps the policies in force and says why. */
+  private void reload(SluiceServer server, PrintStream out) {
+    try {
+      out.println("sluice: reloaded " + server.reload(config));
+    } catch (RuntimeException e) {
+      out.println("sluice: reload failed, the policies in force stay: " + e.getMessage());
+    }
+    out.flush();
   }
 
   @Override public Integer call() throws Exception {
@@ -133,17 +173,29 @@ final class ServeCommand implements Callable<Integer> {
     if (envoy != null) {
       envoy.refuseSharedNames(policies);
     }
+    TicketKeys keys = TicketKeys.load(ticketKeys, System.getenv(TicketKeys.ENV));
+    if (adminPort != null && (adminPort < 0 || adminPort > 65_535)) {
+      throw new IllegalArgumentException("--admin-port " + adminPort + " is out of range; use 0 (a free port) to 65535");
+    }
+    String token = adminPort != null ? SluiceServer.requireAdminToken(adminToken()) : null; // before any store connects
     Store store = store();
     SluiceServer server;
     try {
       if (envoy != null) {
         store.check(envoy.config().policies());
       }
-      server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets);
+      server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets, keys, maxPending);
+      server.partitionKeys(partitionKeys);
+      if (adminPort != null) {
+        server.admin(adminHost, adminPort, token, config);
+      }
     } catch (RuntimeException e) {
       store.close();
       throw e;
     }
+    java.util.concurrent.CountDownLatch stopRequested = new java.util.concurrent.CountDownLatch(1);
+    Signals.onStop(stopRequested::countDown);
+    Signals.onReload(() -> reload(server, out));
     server.start();
     dev.sluice.server.envoy.EnvoyGrpcServer grpc;
     try {
@@ -153,31 +205,18 @@ final class ServeCommand implements Callable<Integer> {
       throw e instanceof java.io.IOException ? new IllegalArgumentException("--grpc-port " + grpcPort + " cannot be bound on " + host
           + ": " + e.getMessage() + (e.getCause() != null ? " (" + e.getCause().getMessage() + ")" : "")) : e;
     }
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      out.println("sluice: stopping (draining requests in flight for up to " + shutdownTimeout + ")");
-      long t0 = System.nanoTime();
-      try {
-        if (grpc != null) {
-          grpc.stop();
-        }
-        server.stop();
-        out.println("sluice: stopped after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
-      } catch (Exception e) {
-        out.println("sluice: stop failed: " + e);
-      }
-      out.flush();
-    }, "sluice-shutdown"));
-    serving = true;
     String first = policies.get(0).name();
     out.println("sluice: " + policies.size() + " policies from " + config + " ("
         + policies.stream().map(p -> p.name() + " " + p.algorithm().id()).collect(Collectors.joining(", ")) + ")");
     out.println("sluice: store: " + store.describe());
+    out.println("sluice: tickets: " + (keys.shared() ? "signed with key '" + keys.signingId() + "' (" + keys.ids().size()
+        + (keys.ids().size() == 1 ? " key" : " keys") + "), refundable at every instance holding it"
+        : "signed with a key drawn at start, refundable at this process only (give --ticket-keys to share)"));
     if (store.shared()) {
-      Policy p = policies.get(0);
-      dev.sluice.Decision probe = server.limiterFor(p).peek("sluice:startup", p);
-      if (probe.reason().isFailure()) {
-        out.println("sluice: WARNING: the store does not answer yet (" + probe.reason().name().toLowerCase(java.util.Locale.ROOT)
-            + "); decisions follow --failure-mode " + failureMode + " until it does");
+      String down = server.probeStore();
+      if (down != null) {
+        out.println("sluice: WARNING: the store does not answer yet (" + down + "); decisions follow --failure-mode " + failureMode
+            + " until it does");
       }
     }
     out.println("sluice: listening on " + server.uri());
@@ -185,11 +224,29 @@ final class ServeCommand implements Callable<Integer> {
       out.println("sluice: envoy rate-limit API (gRPC) on " + host + ":" + grpc.port() + ", domains "
           + String.join(", ", envoy.config().domains()) + " from " + envoyConfig);
     }
+    if (adminPort != null) {
+      out.println("sluice: admin API on http://" + (adminHost.contains(":") ? "[" + adminHost + "]" : adminHost) + ":" + server.adminPort()
+          + " (bearer token; GET /admin/policies, POST /admin/reload, POST /admin/reset)");
+    }
     out.println("sluice: try   curl -si -X POST " + server.uri() + "/v1/acquire -H 'Content-Type: application/json'"
         + " -d '{\"policy\":\"" + first + "\",\"key\":\"alice\"}'");
     out.println("sluice: stop with Ctrl-C or SIGTERM");
     out.flush();
-    server.join();
+    stopRequested.await();
+    out.println("sluice: stopping (draining requests in flight for up to " + shutdownTimeout + ")");
+    long t0 = System.nanoTime();
+    try {
+      if (grpc != null) {
+        grpc.stop();
+      }
+      server.stop();
+    } catch (Exception e) {
+      out.println("sluice: stop was not clean after " + (System.nanoTime() - t0) / 1_000_000 + " ms: " + e);
+      out.flush();
+      return 1;
+    }
+    out.println("sluice: stopped after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+    out.flush();
     return 0;
   }
 }

@@ -33,6 +33,45 @@ final class ServerMetrics {
 
   ServerMetrics() {
     library.bindTo(registry);
+    // The JVM and the process beside sluice_*: memory, GC, threads, classes, CPU, uptime, file descriptors.
+    new io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics().bindTo(registry);
+    new io.micrometer.core.instrument.binder.jvm.JvmGcMetrics().bindTo(registry);
+    new io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics().bindTo(registry);
+    new io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics().bindTo(registry);
+    new io.micrometer.core.instrument.binder.jvm.JvmInfoMetrics().bindTo(registry);
+    new io.micrometer.core.instrument.binder.system.ProcessorMetrics().bindTo(registry);
+    new io.micrometer.core.instrument.binder.system.UptimeMetrics().bindTo(registry);
+    new io.micrometer.core.instrument.binder.system.FileDescriptorMetrics().bindTo(registry);
+  }
+
+  /**
+   * Jetty's side: {@code jetty_threads_*} of the request thread pool, and
+   * {@code http_server_requests_seconds{method, status}} for every request Jetty handed the service
+   * (probes and scrapes included; the API's own {@code sluice_server_requests_seconds} has acquires,
+   * refunds and peeks by endpoint).
+   */
+  void jetty(org.eclipse.jetty.util.thread.QueuedThreadPool pool) {
+    io.micrometer.core.instrument.Gauge.builder("jetty.threads.current", pool, p -> p.getThreads())
+        .description("Threads of Jetty's request pool").register(registry);
+    io.micrometer.core.instrument.Gauge.builder("jetty.threads.busy", pool, p -> p.getBusyThreads())
+        .description("Busy threads of Jetty's request pool").register(registry);
+    io.micrometer.core.instrument.Gauge.builder("jetty.threads.config.max", pool, p -> p.getMaxThreads())
+        .description("Most threads of Jetty's request pool").register(registry);
+    io.micrometer.core.instrument.Gauge.builder("jetty.threads.jobs", pool, p -> p.getQueueSize())
+        .description("Jobs queued for Jetty's request pool").register(registry);
+  }
+
+  private final java.util.concurrent.ConcurrentHashMap<String, Timer> httpTimers = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** Records one request Jetty handled: its method, status and time. */
+  void httpRequest(String method, int status, long nanos) {
+    String m = switch (method) {
+      case "GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH" -> method;
+      default -> "other"; // a client-chosen method must not mint a time series per spelling
+    };
+    httpTimers.computeIfAbsent(m + ' ' + status, k -> Timer.builder("http.server.requests")
+        .description("Requests Jetty handled, by method and status").tag("method", m).tag("status", Integer.toString(status))
+        .register(registry)).record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
   }
 
   /** The listener every limiter of the service reports to. */
@@ -63,6 +102,12 @@ final class ServerMetrics {
 
   PolicyMeters forPolicy(Policy p) {
     return new PolicyMeters(p);
+  }
+
+  /** {@code sluice_server_requests_in_flight}: requests being handled now (what a stop drains). */
+  void requestsInFlight(java.util.function.LongSupplier count) {
+    io.micrometer.core.instrument.Gauge.builder("sluice.server.requests.in.flight", count::getAsLong)
+        .description("Requests being handled now").register(registry);
   }
 
   Timer requestTimer(String endpoint) {

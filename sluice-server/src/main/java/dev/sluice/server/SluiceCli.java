@@ -15,10 +15,8 @@ public final class SluiceCli implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   public static void main(String[] args) {
-    int code = run(args);
-    if (code != 0 || !ServeCommand.keepsRunning()) {
-      System.exit(code);
-    }
+    // serve returns once it has stopped (SIGTERM, SIGINT): its code is the process' exit status too.
+    System.exit(run(args));
   }
 
   /** Runs the CLI and returns its exit code (0 ok, 1 runtime failure, 2 usage or config error). */

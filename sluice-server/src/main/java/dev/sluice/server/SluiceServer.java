@@ -6,52 +6,129 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import org.eclipse.jetty.server.HttpConfiguration;
+import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
-import org.eclipse.jetty.server.handler.GracefulHandler;
+import org.eclipse.jetty.util.Callback;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
  * The rate-limit service: the {@link ApiHandler} on an embedded Jetty 12 server.
  *
  * <p>{@link #stop()} is graceful: the connector stops accepting, requests in flight finish (up to the
- * stop timeout), and then the store is closed.
+ * stop timeout), a request arriving meanwhile on an open connection is served and gets
+ * {@code Connection: close}, and then the store is closed.
  */
 public final class SluiceServer implements AutoCloseable {
   private final Server jetty;
   private final ServerConnector connector;
   private final Store store;
-  private final GracefulHandler graceful;
+  private final InFlightHandler inFlight;
   private final ApiHandler api;
-  private final List<Policy> policies;
+  private volatile List<Policy> policies;
+  private final Readiness readiness;
+  private final HttpConfiguration httpConfiguration;
+  private volatile ServerConnector adminConnector;
+  private volatile AdminHandler admin;
+  static final String ADMIN_TOKEN_ENV = "SLUICE_ADMIN_TOKEN";
+  private final Duration stopTimeout;
+  /** How long a keep-alive connection may stay idle once a stop has drained the requests in flight. */
+  static final long IDLE_GRACE_MILLIS = 500;
+  /** At most one store probe a second for {@code /readyz}, however often an orchestrator asks. */
+  static final long READINESS_INTERVAL_NANOS = 1_000_000_000L;
   private final ServerMetrics metrics = new ServerMetrics();
 
   SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
                int spentTicketCapacity) {
+    this(policies, store, host, port, stopTimeout, ticker, spentTicketCapacity, TicketKeys.random());
+  }
+
+  SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
+               int spentTicketCapacity, TicketKeys ticketKeys) {
+    this(policies, store, host, port, stopTimeout, ticker, spentTicketCapacity, ticketKeys, DEFAULT_MAX_PENDING);
+  }
+
+  /** Most acquires outstanding on the store at once before new ones are shed with 503 {@code overloaded}. */
+  static final int DEFAULT_MAX_PENDING = 4096;
+
+  /** With {@code ticketKeys} shared by every instance, a ticket refunds at any of them (once: see {@link Store#spentSet}). */
+  SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
+               int spentTicketCapacity, TicketKeys ticketKeys, int maxPending) {
     store.check(policies);
     this.store = store;
+    this.stopTimeout = stopTimeout;
     this.policies = policies;
     QueuedThreadPool threads = new QueuedThreadPool(64, 4);
     threads.setName("sluice-http");
     jetty = new Server(threads);
     HttpConfiguration http = new HttpConfiguration();
+    httpConfiguration = http;
     http.setSendServerVersion(false);
     http.setSendDateHeader(true);
     connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
     connector.setHost(host);
     connector.setPort(port);
-    // On stop, idle keep-alive connections are closed after 100 ms instead of Jetty's default second;
-    // requests in flight are still drained by the GracefulHandler up to the stop timeout.
-    connector.setShutdownIdleTimeout(100);
+    // On stop, keep-alive connections stay open while requests are in flight, and a request on one
+    // of them is answered (with Connection: close); see stop().
+    connector.setShutdownIdleTimeout(Math.max(1, stopTimeout.toMillis()));
     jetty.addConnector(connector);
-    api = new ApiHandler(policies, store, ticker, new TicketCodec(), new SpentTickets(spentTicketCapacity),
-        metrics);
-    graceful = new GracefulHandler(api);
-    jetty.setHandler(graceful);
+    readiness = new Readiness(store, READINESS_INTERVAL_NANOS, System::nanoTime);
+    if (spentTicketCapacity < 1) {
+      throw new IllegalArgumentException("spent-ticket capacity " + spentTicketCapacity + " is not positive; it must be at least 1");
+    }
+    api = new ApiHandler(policies, store, ticker, new TicketCodec(ticketKeys), store.spentSet(spentTicketCapacity),
+        metrics, readiness, maxPending);
+    metrics.jetty(threads);
+    inFlight = new InFlightHandler(new Handler.Abstract() {
+      @Override public boolean handle(Request request, Response response, Callback callback) throws Exception {
+        AdminHandler a = admin;
+        return a != null && request.getConnectionMetaData().getConnector() == adminConnector
+            ? a.handle(request, response, callback) : api.handle(request, response, callback);
+      }
+    }, metrics);
+    jetty.setHandler(inFlight);
+    metrics.requestsInFlight(inFlight::count);
     jetty.setErrorHandler(new JsonErrorHandler());
     jetty.setStopTimeout(stopTimeout.toMillis());
     jetty.setStopAtShutdown(false);
+  }
+
+  /**
+   * Serves the admin API ({@link AdminHandler}) on its own connector at {@code host:port}, guarded by
+   * {@code token}; its reload re-reads {@code config}. Call before {@link #start()}.
+   */
+  SluiceServer admin(String host, int port, String token, java.nio.file.Path config) {
+    requireAdminToken(token);
+    ServerConnector c = new ServerConnector(jetty, new HttpConnectionFactory(httpConfiguration));
+    c.setHost(host);
+    c.setPort(port);
+    c.setName("admin");
+    jetty.addConnector(c);
+    adminConnector = c;
+    admin = new AdminHandler(this, api, token.strip(), config);
+    return this;
+  }
+
+  /** Sends the draft's {@code pk} partition key in the IETF headers (off by default). */
+  SluiceServer partitionKeys(boolean on) {
+    api.partitionKeys(on);
+    return this;
+  }
+
+  /** Fails unless {@code token} is a usable admin token (the admin API never runs unauthenticated). */
+  static String requireAdminToken(String token) {
+    if (token == null || token.isBlank()) {
+      throw new IllegalArgumentException("--admin-port needs a token: --admin-token-file FILE or $" + ADMIN_TOKEN_ENV);
+    }
+    return token;
+  }
+
+  /** The admin connector's port, or -1 without one. */
+  int adminPort() {
+    return adminConnector == null ? -1 : adminConnector.getLocalPort();
   }
 
   /** Starts listening; after this, {@link #port()} is the bound port (useful with port 0). */
@@ -79,6 +156,23 @@ public final class SluiceServer implements AutoCloseable {
     return URI.create("http://" + host + ":" + port());
   }
 
+  /**
+   * Re-reads {@code file} and puts its policies in force; counts survive (a budget is its policy name
+   * and key). A bad file changes nothing: the {@link IllegalArgumentException} names the entry and
+   * the rule, and the old policies stay. Returns a line saying what changed.
+   */
+  String reload(java.nio.file.Path file) {
+    List<Policy> next = PolicyFile.read(file);
+    String changes = api.reload(next);
+    policies = next;
+    return next.size() + " policies from " + file + " (" + changes + ")";
+  }
+
+  /** Probes the store now (no decision): null when it answered, else the reason. */
+  String probeStore() {
+    return readiness.probe().reason();
+  }
+
   /** The limiter deciding for {@code policy}. */
   dev.sluice.RateLimiter limiterFor(Policy policy) {
     return api.limiter(policy.name());
@@ -86,7 +180,7 @@ public final class SluiceServer implements AutoCloseable {
 
   /** Requests being handled now (those a graceful stop waits for). */
   long requestsInFlight() {
-    return graceful.getCurrentRequestCount();
+    return inFlight.count();
   }
 
   ServerMetrics metrics() {
@@ -109,10 +203,34 @@ public final class SluiceServer implements AutoCloseable {
   /** Graceful stop: drains requests in flight up to the stop timeout, then closes the store. */
   public void stop() throws Exception {
     try {
+      drain();
       jetty.stop();
     } finally {
       store.close();
     }
+  }
+
+  /**
+   * Stops accepting (the connector's graceful shutdown also marks every answer from now on
+   * {@code Connection: close}), waits for the requests in flight, and only then gives idle
+   * keep-alive connections {@link #IDLE_GRACE_MILLIS} before they are closed: while anything is in
+   * flight a client may still send on its open connection and be answered. Jetty's own stop then
+   * waits, for what is left of the stop timeout, until every connection has closed.
+   */
+  private void drain() throws InterruptedException {
+    if (!jetty.isStarted()) {
+      return;
+    }
+    long deadline = System.nanoTime() + stopTimeout.toNanos();
+    connector.shutdown();
+    while (inFlight.count() > 0 && System.nanoTime() - deadline < 0) {
+      Thread.sleep(5); // polling the in-flight count, up to the stop timeout
+    }
+    connector.setShutdownIdleTimeout(IDLE_GRACE_MILLIS);
+    for (org.eclipse.jetty.io.EndPoint ep : connector.getConnectedEndPoints()) {
+      ep.setIdleTimeout(IDLE_GRACE_MILLIS);
+    }
+    jetty.setStopTimeout(Math.max(IDLE_GRACE_MILLIS + 100, (deadline - System.nanoTime()) / 1_000_000));
   }
 
   /** {@link #stop()}, for try-with-resources. */

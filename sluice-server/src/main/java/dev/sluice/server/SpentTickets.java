@@ -12,7 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * a further refund is refused rather than forgetting an entry: a refused refund leaves the limiter
  * stricter, a forgotten entry would let a ticket refund twice.
  */
-final class SpentTickets {
+final class SpentTickets implements SpentSet {
   private final ConcurrentHashMap<String, Long> spent = new ConcurrentHashMap<>();
   private final AtomicInteger size = new AtomicInteger();
   private final int capacity;
@@ -24,10 +24,8 @@ final class SpentTickets {
     this.capacity = capacity;
   }
 
-  enum Mark { MARKED, ALREADY_SPENT, FULL }
-
   /** Records {@code mac} as spent until {@code expiresAtMicros}. */
-  Mark mark(String mac, long expiresAtMicros, long nowMicros) {
+  @Override public Mark mark(String mac, long expiresAtMicros, long nowMicros) {
     if (size.get() >= capacity) {
       purge(nowMicros);
       if (size.get() >= capacity) {
@@ -42,7 +40,7 @@ final class SpentTickets {
   }
 
   /** Forgets {@code mac} after a refund the store could not apply, so that it may be retried. */
-  void unmark(String mac) {
+  @Override public void unmark(String mac) {
     if (spent.remove(mac) != null) {
       size.decrementAndGet();
     }

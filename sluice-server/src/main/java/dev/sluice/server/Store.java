@@ -35,6 +35,24 @@ abstract class Store implements AutoCloseable {
   /** The limiter that decides for {@code policy}, telling {@code listener} (never keys) about what it does. */
   abstract RateLimiter limiter(Policy policy, RateLimitListener listener);
 
+  /**
+   * Asks the store whether it answers within its timeout, without deciding anything (no limiter is
+   * asked, nothing is counted): null when it did, else the reason in the API's words
+   * ({@code store_unavailable}, {@code timeout}). The memory store always answers.
+   */
+  String probe() {
+    return null;
+  }
+
+  /**
+   * Where refunded tickets are remembered: in the process for the memory store (at most
+   * {@code capacity} live ones), in the store itself for a shared one, so that a ticket refunds once
+   * across every instance.
+   */
+  SpentSet spentSet(int capacity) {
+    return new SpentTickets(capacity);
+  }
+
   /** Fails fast when a policy's algorithm is not supported by this store. */
   void check(List<Policy> policies) {}
 

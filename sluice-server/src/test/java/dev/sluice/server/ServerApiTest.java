@@ -215,6 +215,26 @@ class ServerApiTest {
     assertThat(http.get("/v1/peek?policy=search&key=nobody%20here").statusCode()).isEqualTo(200);
   }
 
+  /** Issue 17.7: a bucket's 429 said Retry-After: 1 with RateLimit r=0;t=2 (full again), not when the next permit fits. */
+  @Test void aTokenBucketRefusalsTIsItsRetryAfter() {
+    assertThat(acquire("api", "bucket", 10).statusCode()).isEqualTo(200);
+    HttpResponse<String> r = acquire("api", "bucket", 1);
+    assertThat(r.statusCode()).isEqualTo(429);
+    assertThat(header(r, "Retry-After")).isEqualTo("1");
+    assertThat(header(r, "RateLimit")).isEqualTo("\"api\";r=0;t=1");
+    assertThat(header(r, "X-RateLimit-Reset")).isEqualTo(Long.toString(T0 / 1_000_000 + 1));
+  }
+
+  /** Issue 17.7: --partition-keys adds the draft's pk, a digest of the key, to the service's IETF headers. */
+  @Test void partitionKeysBehindTheirSwitch() {
+    assertThat(header(acquire("login", "pk-user", 1), "RateLimit")).isEqualTo("\"login\";r=2;t=60");
+    server.partitionKeys(true);
+    HttpResponse<String> r = acquire("login", "pk-user", 1);
+    assertThat(header(r, "RateLimit")).matches("\"login\";r=1;t=60;pk=:[A-Za-z0-9+/]{22}==:");
+    assertThat(header(r, "RateLimit-Policy")).endsWith(header(r, "RateLimit").substring(header(r, "RateLimit").indexOf(";pk=")));
+    assertThat(r.headers().map().toString()).doesNotContain("pk-user");
+  }
+
   @Test void policiesHealthAndMetrics() {
     JsonNode p = json(http.get("/v1/policies"));
     assertThat(p.get("store").textValue()).isEqualTo("memory");
@@ -224,6 +244,7 @@ class ServerApiTest {
     HttpResponse<String> h = http.get("/healthz");
     assertThat(h.statusCode()).isEqualTo(200);
     assertThat(h.body()).isEqualTo("{\"status\":\"up\",\"store\":\"memory\"}");
+    assertThat(http.get("/readyz").body()).isEqualTo("{\"status\":\"ready\",\"store\":\"memory\"}");
 
     acquire("login", "m", 3);
     acquire("login", "m", 1);
@@ -235,6 +256,22 @@ class ServerApiTest {
         .contains("sluice_decisions_total{outcome=\"refused\",policy=\"login\",reason=\"limit_exceeded\"} 1.0")
         .contains("sluice_keys_tracked{limiter=\"login\"} 1.0")
         .contains("sluice_server_requests_seconds_count{endpoint=\"acquire\"} 2");
+  }
+
+  /** Issue 17.9: /metrics had sluice_* only; the JVM, the process and Jetty's requests and threads are beside them. */
+  @Test void metricsHaveTheJvmTheProcessAndJettyBesideSluice() {
+    acquire("login", "jvm", 1);
+    http.get("/v1/nowhere");
+    String m = http.get("/metrics").body();
+    assertThat(m).contains("jvm_memory_used_bytes{area=\"heap\"", "jvm_gc_", "jvm_threads_live_threads", "jvm_classes_loaded_classes",
+        "process_cpu_usage", "process_uptime_seconds", "process_files_open_files", "system_cpu_count",
+        "jetty_threads_current", "jetty_threads_busy", "jetty_threads_config_max 64.0", "jetty_threads_jobs",
+        "http_server_requests_seconds_count{method=\"POST\",status=\"200\"} 1",
+        "http_server_requests_seconds_count{method=\"GET\",status=\"404\"} 1");
+    assertThat(http.send(HttpRequest.newBuilder(server.uri().resolve("/x")).method("BREW", HttpRequest.BodyPublishers.noBody()))
+        .statusCode()).isEqualTo(404);
+    assertThat(http.get("/metrics").body()).contains("http_server_requests_seconds_count{method=\"other\",status=\"404\"} 1")
+        .doesNotContain("BREW");
   }
 
   /**
@@ -292,6 +329,47 @@ class ServerApiTest {
     HttpResponse<String> delete = http.send(HttpRequest.newBuilder(server.uri().resolve("/v1/policies")).DELETE());
     assertThat(delete.statusCode()).isEqualTo(405);
     assertThat(header(delete, "Allow")).isEqualTo("GET");
+  }
+
+  /**
+   * Issue 17.8: a body without Content-Type: application/json was parsed anyway, a repeated field
+   * silently took its last value (a way to smuggle a policy past a proxy that read the first), and
+   * permits 1e30 was "not a whole number".
+   */
+  @Test void strictInputJsonOnlyEachFieldOnceAndHugePermitsTooLarge() {
+    String body = "{\"policy\":\"login\",\"key\":\"strict\"}";
+    HttpResponse<String> untyped = http.send(HttpRequest.newBuilder(server.uri().resolve("/v1/acquire"))
+        .POST(HttpRequest.BodyPublishers.ofString(body)));
+    assertThat(untyped.statusCode()).isEqualTo(415);
+    assertThat(untyped.body()).isEqualTo("{\"error\":\"unsupported_media_type\",\"message\":\"Content-Type is missing;"
+        + " send the body as JSON with Content-Type: application/json\"}");
+    HttpResponse<String> form = http.send(HttpRequest.newBuilder(server.uri().resolve("/v1/refund"))
+        .header("Content-Type", "application/x-www-form-urlencoded").POST(HttpRequest.BodyPublishers.ofString("{\"ticket\":\"x\"}")));
+    assertThat(form.statusCode()).isEqualTo(415);
+    assertThat(json(form).get("message").textValue()).isEqualTo("Content-Type \"application/x-www-form-urlencoded\" is not supported;"
+        + " send the body as JSON with Content-Type: application/json");
+    HttpResponse<String> latin1 = http.send(HttpRequest.newBuilder(server.uri().resolve("/v1/acquire"))
+        .header("Content-Type", "application/json; charset=ISO-8859-1").POST(HttpRequest.BodyPublishers.ofString(body)));
+    assertThat(latin1.statusCode()).isEqualTo(415);
+    HttpResponse<String> utf8 = http.send(HttpRequest.newBuilder(server.uri().resolve("/v1/acquire"))
+        .header("Content-Type", "Application/JSON; charset=\"UTF-8\"").POST(HttpRequest.BodyPublishers.ofString(body)));
+    assertThat(utf8.statusCode()).as(utf8.body()).isEqualTo(200);
+
+    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"policy\":\"api\"}"),
+        "field \"policy\" appears twice (line 1, column 37); give each field once");
+    assertBad(http.post("/v1/refund", "{\"ticket\":\"a\",\"ticket\":\"b\"}"),
+        "field \"ticket\" appears twice (line 1, column 23); give each field once");
+
+    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"permits\":1e30}"),
+        "permits 1E+30 exceeds 3, the most policy 'login' can ever grant at once; such a request could never be allowed");
+    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"permits\":18446744073709551616}"),
+        "permits 18446744073709551616 exceeds 3, the most policy 'login' can ever grant at once; such a request could never be allowed");
+    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"permits\":-1e30}"),
+        "permits -1E+30 is below 1; ask for at least one permit");
+    assertBad(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"permits\":1e-30}"),
+        "permits 1E-30 is not a whole number; give a whole number from 1 to 3, or leave it out for 1");
+    assertThat(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"a\",\"permits\":2.0}").statusCode())
+        .as("2.0 is the whole number 2").isEqualTo(200);
   }
 
   @Test void malformedHttpAndQueriesGetJsonErrorsToo() throws Exception {

@@ -60,6 +60,11 @@ class StoreSwitchTest {
     return new SluiceServer(policies(!store.name().equals("postgres")), store, "127.0.0.1", 0, Duration.ofSeconds(5), Ticker.system(), 1000).start();
   }
 
+  SluiceServer start(Store store, TicketKeys keys) throws Exception {
+    return new SluiceServer(policies(!store.name().equals("postgres")), store, "127.0.0.1", 0, Duration.ofSeconds(5), Ticker.system(), 1000,
+        keys).start();
+  }
+
   @Test void redis() throws Exception {
     reachable("Redis", URI.create(REDIS).getHost(), URI.create(REDIS).getPort() < 0 ? 6379 : URI.create(REDIS).getPort());
     try (SluiceServer a = start(Store.redis(REDIS, FailureMode.closed(), Duration.ofMillis(500)));
@@ -89,11 +94,14 @@ class StoreSwitchTest {
     String login = "login-" + suffix;
     assertThat(ServerApiTest.json(ha.get("/v1/policies")).get("store").textValue()).isEqualTo(store);
     assertThat(ha.get("/healthz").body()).isEqualTo("{\"status\":\"up\",\"store\":\"" + store + "\"}");
+    probesAndPeeksAreNoDecisions(ha, login);
 
     HttpResponse<String> first = ha.post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"alice\",\"permits\":2}");
     assertThat(first.statusCode()).as(first.body()).isEqualTo(200);
     assertThat(ServerApiTest.header(first, "RateLimit-Policy")).isEqualTo("\"" + login + "\";q=4;w=60");
-    assertThat(ServerApiTest.header(first, "RateLimit")).matches("\"" + login + "\";r=2;t=(59|60)");
+    // t is Redis's reset against the JVM's Ticker.system(), anchored to a millisecond wall-clock reading
+    // and then nanoTime: it may run behind Redis TIME by a fraction of a millisecond, which rounds up to 61.
+    assertThat(ServerApiTest.header(first, "RateLimit")).matches("\"" + login + "\";r=2;t=(59|60|61)");
     String ticket = ServerApiTest.json(first).get("ticket").textValue();
 
     assertThat(hb.post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"alice\",\"permits\":2}").statusCode()).isEqualTo(200);
@@ -133,6 +141,101 @@ class StoreSwitchTest {
     assertThat(ha.post("/v1/acquire", "{\"policy\":\"" + log + "\",\"key\":\"carol\"}").statusCode()).isEqualTo(429);
   }
 
+  /**
+   * Issue 17.3: on Redis and PostgreSQL every /healthz (a store peek) and every /v1/peek added to
+   * sluice_decisions_total{outcome="allowed"}. Probes and peeks are no decisions: the first acquire is
+   * the policy's first count.
+   */
+  private static void probesAndPeeksAreNoDecisions(Http h, String policy) {
+    for (int i = 0; i < 20; i++) {
+      assertThat(h.get("/healthz").statusCode()).isEqualTo(200);
+      assertThat(h.get("/readyz").statusCode()).isEqualTo(200);
+      assertThat(h.get("/v1/peek?policy=" + policy + "&key=probe-" + i).statusCode()).isEqualTo(200);
+    }
+    assertThat(h.get("/readyz").body()).isEqualTo("{\"status\":\"ready\",\"store\":\"" + storeOf(h) + "\"}");
+    assertThat(h.get("/metrics").body()).doesNotContainPattern("sluice_decisions_total\\{[^}]*policy=\"" + policy + "\"");
+    assertThat(h.post("/v1/acquire", "{\"policy\":\"" + policy + "\",\"key\":\"probe-0\"}").statusCode()).isEqualTo(200);
+    assertThat(h.get("/metrics").body())
+        .contains("sluice_decisions_total{outcome=\"allowed\",policy=\"" + policy + "\",reason=\"within_limit\"} 1.0");
+  }
+
+  private static String storeOf(Http h) {
+    return ServerApiTest.json(h.get("/v1/policies")).get("store").textValue();
+  }
+
+  /** Shared ticket keys for the two instances of a test: 32 random bytes under a fresh id. */
+  static TicketKeys sharedKeys() {
+    byte[] secret = new byte[32];
+    ThreadLocalRandom.current().nextBytes(secret);
+    return TicketKeys.parse("k1:" + java.util.Base64.getEncoder().encodeToString(secret), "test");
+  }
+
+  @Test void redisRefundsATicketOnceAcrossInstances() throws Exception {
+    reachable("Redis", URI.create(REDIS).getHost(), URI.create(REDIS).getPort() < 0 ? 6379 : URI.create(REDIS).getPort());
+    TicketKeys keys = sharedKeys();
+    try (SluiceServer a = start(Store.redis(REDIS, FailureMode.closed(), Duration.ofMillis(500)), keys);
+         SluiceServer b = start(Store.redis(REDIS, FailureMode.closed(), Duration.ofMillis(500)), keys)) {
+      refundsOnceAcrossInstances(a, b);
+    }
+  }
+
+  @Test void postgresRefundsATicketOnceAcrossInstances() throws Exception {
+    URI u = URI.create(POSTGRES.substring("jdbc:".length()));
+    reachable("PostgreSQL", u.getHost(), u.getPort() < 0 ? 5432 : u.getPort());
+    String table = "sluice_server_test_" + suffix;
+    TicketKeys keys = sharedKeys();
+    try (SluiceServer a = start(Store.postgres(POSTGRES, table, FailureMode.closed(), Duration.ofSeconds(2), Duration.ofMinutes(1)), keys);
+         SluiceServer b = start(Store.postgres(POSTGRES, table, FailureMode.closed(), Duration.ofSeconds(2), Duration.ofMinutes(1)), keys)) {
+      refundsOnceAcrossInstances(a, b);
+    } finally {
+      try (Connection c = DriverManager.getConnection(POSTGRES); Statement s = c.createStatement()) {
+        s.execute("DROP TABLE IF EXISTS " + table);
+        s.execute("DROP TABLE IF EXISTS " + table + "_spent");
+      }
+    }
+  }
+
+  /**
+   * Issue 17.4: behind a load balancer a refund succeeded about 1 time in N ("the ticket was altered").
+   * With shared keys and the spent set in the store, each of 10 tickets is refunded by 16 threads
+   * racing through both instances, and exactly one refund of each applies.
+   */
+  private void refundsOnceAcrossInstances(SluiceServer a, SluiceServer b) throws Exception {
+    Http[] hs = {new Http(a.uri()), new Http(b.uri())};
+    String login = "login-" + suffix;
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(16);
+    try {
+      for (int t = 0; t < 10; t++) {
+        HttpResponse<String> issued = hs[t % 2].post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"k" + t + "\",\"permits\":4}");
+        assertThat(issued.statusCode()).as(issued.body()).isEqualTo(200);
+        String ticket = ServerApiTest.json(issued).get("ticket").textValue();
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        List<java.util.concurrent.Future<String>> results = new java.util.ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+          Http h = hs[i % 2];
+          results.add(pool.submit(() -> {
+            go.await();
+            HttpResponse<String> r = h.post("/v1/refund", "{\"ticket\":\"" + ticket + "\"}");
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            return ServerApiTest.json(r).get("result").textValue();
+          }));
+        }
+        go.countDown();
+        List<String> seen = new java.util.ArrayList<>();
+        for (java.util.concurrent.Future<String> f : results) {
+          seen.add(f.get(30, java.util.concurrent.TimeUnit.SECONDS));
+        }
+        assertThat(seen).as("ticket %d", t).containsOnlyOnce("applied").filteredOn("no_effect"::equals).hasSize(15);
+        // The permits came back once: the key has its whole limit of 4 again, and no more.
+        assertThat(hs[(t + 1) % 2].post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"k" + t + "\",\"permits\":4}")
+            .statusCode()).isEqualTo(200);
+        assertThat(hs[t % 2].post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"k" + t + "\"}").statusCode()).isEqualTo(429);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
   @Test void anUnreachableStoreIs503WithoutLimitHeadersOrAllowedWhenOpen() throws Exception {
     for (Store down : List.of(Store.redis(NOWHERE_REDIS, FailureMode.closed(), Duration.ofMillis(200)),
         Store.postgres(NOWHERE_POSTGRES, "sluice_server_nowhere", FailureMode.closed(), Duration.ofMillis(300), Duration.ofMinutes(1)))) {
@@ -145,9 +248,16 @@ class StoreSwitchTest {
         assertThat(ServerApiTest.header(r, "Retry-After")).isEqualTo("1");
         assertThat(ServerApiTest.json(r).get("reason").textValue()).isIn("store_unavailable", "timeout");
         assertThat(ServerApiTest.json(r).get("path").textValue()).isEqualTo("failure_mode");
-        HttpResponse<String> health = h.get("/healthz");
-        assertThat(health.statusCode()).isEqualTo(503);
-        assertThat(ServerApiTest.json(health).get("status").textValue()).isEqualTo("down");
+        // Issue 17.11: no limit fields either, as no limit headers.
+        assertThat(ServerApiTest.json(r).has("limit") || ServerApiTest.json(r).has("remaining") || ServerApiTest.json(r).has("resetAt"))
+            .as(r.body()).isFalse();
+        // Liveness: the process answers, whatever the store does (an orchestrator must not restart it);
+        // readiness: the store does not answer.
+        assertThat(h.get("/healthz").statusCode()).isEqualTo(200);
+        HttpResponse<String> ready = h.get("/readyz");
+        assertThat(ready.statusCode()).isEqualTo(503);
+        assertThat(ServerApiTest.json(ready).get("status").textValue()).isEqualTo("not_ready");
+        assertThat(ServerApiTest.json(ready).get("reason").textValue()).isIn("store_unavailable", "timeout");
         assertThat(h.get("/metrics").body()).containsPattern("sluice_decisions_total\\{outcome=\"refused\",policy=\"login-" + suffix
             + "\",reason=\"(store_unavailable|timeout)\"} [1-9]");
       }

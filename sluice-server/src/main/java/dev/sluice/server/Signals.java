@@ -1,0 +1,29 @@
+package dev.sluice.server;
+
+import sun.misc.Signal;
+
+/**
+ * The POSIX signals {@code sluice serve} handles itself instead of leaving them to the JVM.
+ *
+ * <p>The JVM's own handling of SIGTERM and SIGINT runs the shutdown hooks and then exits with 128 plus
+ * the signal (143, 130), which an orchestrator reads as a crash; and SIGHUP, unhandled, kills the
+ * process. Handling them here lets the service drain and then exit 0, as a clean stop should.
+ */
+final class Signals {
+  private Signals() {}
+
+  /** Runs {@code action} (on the JVM's signal thread) on each SIGTERM and SIGINT. */
+  static void onStop(Runnable action) {
+    on("TERM", action);
+    on("INT", action);
+  }
+
+  /** Runs {@code action} (on the JVM's signal thread) on each SIGHUP: reload, the daemon convention. */
+  static void onReload(Runnable action) {
+    on("HUP", action);
+  }
+
+  private static void on(String name, Runnable action) {
+    Signal.handle(new Signal(name), s -> action.run());
+  }
+}

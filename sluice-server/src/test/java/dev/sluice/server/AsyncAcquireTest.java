@@ -1,0 +1,106 @@
+package dev.sluice.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.Decision;
+import dev.sluice.ManualTicker;
+import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
+import dev.sluice.RateLimiter;
+import dev.sluice.Refund;
+import dev.sluice.Ticker;
+import dev.sluice.Ticket;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 17.10: acquires parked a Jetty thread per store call, so at 64 connections a slow store
+ * meant timeouts. They run on the limiter's asynchronous path now: 200 decisions outstanding at
+ * once hold no request thread (Jetty has 64), and past --max-pending a request is shed at once.
+ */
+class AsyncAcquireTest {
+  /** A real memory-tier limiter whose asynchronous decisions complete only when the test opens the gate. */
+  static final class GatedStore extends Store {
+    final ConcurrentLinkedQueue<Runnable> held = new ConcurrentLinkedQueue<>();
+    private final Store memory;
+
+    GatedStore(Ticker ticker) {
+      memory = Store.memory(10_000, ticker);
+    }
+
+    void open() {
+      for (Runnable r; (r = held.poll()) != null; ) {
+        r.run();
+      }
+    }
+
+    @Override String name() { return "gated"; }
+
+    @Override String describe() { return "a memory store whose async decisions wait for the test"; }
+
+    @Override boolean shared() { return false; }
+
+    @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
+      RateLimiter real = memory.limiter(policy, listener);
+      return new RateLimiter() {
+        @Override public Policy policy() { return real.policy(); }
+
+        @Override public Decision tryAcquire(String key, long permits, Policy p) { return real.tryAcquire(key, permits, p); }
+
+        @Override public CompletionStage<Decision> tryAcquireAsync(String key, long permits, Policy p) {
+          CompletableFuture<Decision> f = new CompletableFuture<>();
+          held.add(() -> f.complete(real.tryAcquire(key, permits, p)));
+          return f;
+        }
+
+        @Override public Decision peek(String key, Policy p) { return real.peek(key, p); }
+
+        @Override public Refund refund(Ticket ticket) { return real.refund(ticket); }
+
+        @Override public void reset(String key, Policy p) { real.reset(key, p); }
+      };
+    }
+  }
+
+  @Test void outstandingDecisionsHoldNoRequestThreadAndPastMaxPendingAreShedAtOnce() throws Exception {
+    ManualTicker ticker = Ticker.manual(ServerApiTest.T0);
+    GatedStore store = new GatedStore(ticker);
+    List<Policy> policies = PolicyFile.parse(ServerApiTest.POLICIES.replace("limit: 3", "limit: 1000"), "test");
+    ExecutorService clients = Executors.newFixedThreadPool(200);
+    try (SluiceServer server = new SluiceServer(policies, store, "127.0.0.1", 0, Duration.ofSeconds(5), ticker, 100,
+        TicketKeys.random(), 200).start()) {
+      Http http = new Http(server.uri());
+      List<Future<HttpResponse<String>>> answers = new java.util.ArrayList<>();
+      for (int i = 0; i < 200; i++) {
+        int n = i;
+        answers.add(clients.submit(() -> http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"k" + n + "\"}")));
+      }
+      // 200 decisions outstanding on a pool of 64 request threads: none of them is parked on one.
+      ServerApiTest.awaitTrue(() -> store.held.size() == 200);
+      assertThat(http.get("/healthz").statusCode()).as("threads are free to serve").isEqualTo(200);
+      HttpResponse<String> shed = http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"one-too-many\"}");
+      assertThat(shed.statusCode()).isEqualTo(503);
+      assertThat(ServerApiTest.header(shed, "Retry-After")).isEqualTo("1");
+      assertThat(shed.body()).isEqualTo("{\"error\":\"overloaded\",\"message\":\"more than 200 decisions are pending; retry after 1 second\"}");
+
+      store.open();
+      for (Future<HttpResponse<String>> f : answers) {
+        HttpResponse<String> r = f.get(30, TimeUnit.SECONDS);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        assertThat(ServerApiTest.json(r).has("ticket")).isTrue();
+      }
+      assertThat(http.get("/metrics").body()).contains("sluice_server_requests_seconds_count{endpoint=\"acquire\"} 200");
+    } finally {
+      clients.shutdownNow();
+    }
+  }
+}
