@@ -13,7 +13,7 @@ import java.util.HexFormat;
  * The Lua scripts, one per algorithm, kept as resources next to this class. Each is the shared
  * {@code prelude.lua} (argument parsing, exact integer division, state read/write with TTL)
  * followed by the algorithm's file. Run by EVALSHA; on NOSCRIPT the body goes once with EVAL, which
- * also caches it on that server. The invariant constants ({@code ${MAX_CLOCK}}, {@code ${MAX_STATE_WORD}}, {@code ${CLOCK_TOLERANCE}})
+ * also caches it on that server. The invariant constants ({@code ${MAX_CLOCK}}, {@code ${MAX_EXACT}}, {@code ${MAX_STATE_WORD}}, {@code ${CLOCK_TOLERANCE}})
  * are substituted from {@link Checks} as the scripts load, so Lua and Java share one value.
  */
 enum RedisScript {
@@ -29,6 +29,7 @@ enum RedisScript {
   RedisScript(String file) {
     this.body = (read("prelude.lua") + "\n" + read(file))
         .replace("${MAX_CLOCK}", Long.toString(Checks.MAX_CLOCK))
+        .replace("${MAX_EXACT}", Long.toString(Checks.MAX_EXACT))
         .replace("${CLOCK_TOLERANCE}", Long.toString(Checks.CLOCK_TOLERANCE_MICROS))
         .replace("${MAX_STATE_WORD}", Long.toString(Checks.MAX_STATE_WORD));
     this.sha = sha1(body);

@@ -22,6 +22,7 @@
 -- Both substituted from dev.sluice.internal.Checks when the script is loaded (RedisScript): one
 -- value for every backend.
 local MAX_CLOCK = ${MAX_CLOCK}          -- the largest clock reading accepted
+local MAX_EXACT = ${MAX_EXACT}          -- the largest exact product (settlement's debt ceiling)
 local MAX_FIELD = ${MAX_STATE_WORD}     -- the largest stored field a state may hold
 local TOLERANCE = ${CLOCK_TOLERANCE}    -- how far ahead of now a state may lie beyond what its policy writes
 
