@@ -489,12 +489,16 @@ final class PostgresSql {
   }
 
   /**
-   * The GCRA debt; over cap (TAT more than cap / Q ahead, where (tat - now) Q could overflow bigint)
-   * it stands at cap + 1, which refuses every request: the caller computes the refusal's numbers with
-   * the model, and the refund pays such a debt back by {@link #gcraOver}.
+   * The GCRA debt. A TAT up to two bursts ahead is real settlement debt and is formed exactly; past
+   * that ((tat - now) Q could overflow bigint) it stands at 2 B P + 1, beyond the debt ceiling: every
+   * request is refused (the caller computes the refusal's numbers with the model), an overrun
+   * charges nothing, and a refund pays such a debt back by {@link #gcraOver}.
    */
   private static String gcraDebt(String e) {
-    return "CASE WHEN " + e + ".s0 = 0 OR " + e + ".s0 < " + e + ".now THEN 0 WHEN " + gcraOver(e) + " THEN " + e + ".p3 * " + e + ".p2 + 1"
+    // Past two bursts' drain (settlement's debt ceiling; a clock behind the state) the debt could
+    // overflow: it is then only known to exceed the ceiling, and stands in as 2 B P + 1.
+    return "CASE WHEN " + e + ".s0 = 0 OR " + e + ".s0 < " + e + ".now THEN 0 WHEN " + e + ".s0 - " + e + ".now > 2 * ("
+        + e + ".p3 * " + e + ".p2 / " + e + ".p1) + 1 THEN 2 * " + e + ".p3 * " + e + ".p2 + 1"
         + " ELSE (" + e + ".s0 - " + e + ".now) * " + e + ".p1 + " + e + ".s1 END";
   }
 
