@@ -822,6 +822,35 @@ public abstract class RateLimiterContract {
     assertThat(l.peek("k").remaining()).isZero();
   }
 
+  /**
+   * Regression: the far-future rule (a state further ahead of the clock than its policy could write
+   * is corrupt) once ignored settlement debt, so a slow bucket in debt (its update time, or GCRA's
+   * arrival time, days ahead) read back as {@code CORRUPT_STATE} on every backend. A day-long refill
+   * in debt is debt: refused as the model refuses it, and paid back by refill.
+   */
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"token-bucket", "gcra"})
+  void settlementDebtOnASlowBucketIsNotMistakenForFarFutureState(String algorithm) {
+    String name = "tck-" + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffffL) + "-slow";
+    Policy p = algorithm.equals("gcra") ? Policy.gcra(name, 1, Duration.ofDays(1), 10)
+        : Policy.tokenBucket(name, 10, 1, Duration.ofDays(1));
+    ManualTicker ticker = newTicker();
+    RateLimiter l = settlingLimiter(p, ticker);
+    ReferenceLimiter model = new ReferenceLimiter();
+    for (int i = 0; i < 9; i++) {
+      acquireBoth(l, model, p, ticker, 1);
+    }
+    Ticket[] last = acquireBoth(l, model, p, ticker, 1);
+    assertThat(l.settle(last[0], 10)).isEqualTo(model.settle(last[1], 10, ticker.nowMicros())).isEqualTo(Settlement.APPLIED);
+    Decision inDebt = l.tryAcquire("debt");
+    assertThat(inDebt.reason()).as("days of debt are debt, not corrupt state").isEqualTo(Reason.LIMIT_EXCEEDED);
+    assertThat(inDebt).isEqualTo(model.acquire(p, "debt", 1, ticker.nowMicros()));
+    ticker.advanceMicros(inDebt.retryAfterMicros());
+    Decision paid = l.tryAcquire("debt");
+    assertThat(paid).isEqualTo(model.acquire(p, "debt", 1, ticker.nowMicros()));
+    assertThat(paid.allowed()).as("the debt is paid at retryAfter").isTrue();
+  }
+
   /** Buckets have no windows: a settlement after any time still gives back (up to capacity) or charges. */
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"token-bucket", "gcra"})
