@@ -328,38 +328,22 @@ final class ApiHandler extends Handler.Abstract {
     if (e == null) {
       throw new ApiError(400, "bad_request", "ticket names policy '" + c.policy() + "', which is not configured any more");
     }
-    long now = ticker.nowMicros();
-    long expiresAt = c.issuedAtMicros() + e.ticketLifeMicros();
+    Refused refused = spendOnce(c, e, "ticket expired: its permits have come back by themselves",
+        "ticket was already refunded", "too many tickets refunded recently to remember another; refused to stay strict, retry later");
     Refund result;
     String detail;
-    if (now >= expiresAt) {
-      result = Refund.NO_EFFECT;
-      detail = "ticket expired: its permits have come back by themselves";
+    if (refused != null) {
+      result = refused.failed() ? Refund.FAILED : Refund.NO_EFFECT;
+      detail = refused.detail();
     } else {
-      switch (spent.mark(c.mac(), expiresAt, now)) {
-        case ALREADY_SPENT -> {
-          result = Refund.NO_EFFECT;
-          detail = "ticket was already refunded";
-        }
-        case FULL -> {
-          result = Refund.FAILED;
-          detail = "too many tickets refunded recently to remember another; refused to stay strict, retry later";
-        }
-        case FAILED -> {
-          result = Refund.FAILED;
-          detail = "the store could not record the ticket as spent; refused to stay strict, retry later";
-        }
-        default -> {
-          result = e.limiter().refund(store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp()));
-          detail = switch (result) {
-            case APPLIED -> "permits returned";
-            case NO_EFFECT -> "nothing to give back: the window rolled or the bucket is full";
-            case FAILED -> "the store could not be updated; the limiter stays stricter";
-          };
-          if (result == Refund.FAILED) {
-            spent.unmark(c.mac());
-          }
-        }
+      result = e.limiter().refund(store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp()));
+      detail = switch (result) {
+        case APPLIED -> "permits returned";
+        case NO_EFFECT -> "nothing to give back: the window rolled or the bucket is full";
+        case FAILED -> "the store could not be updated; the limiter stays stricter";
+      };
+      if (result == Refund.FAILED) {
+        spent.unmark(c.mac());
       }
     }
     e.meters().refund(result);
@@ -392,38 +376,22 @@ final class ApiHandler extends Handler.Abstract {
           + "; give the cost the work had, a whole number from 0 to " + e.policy().limit());
     }
     long actual = Checks.actual(v.longValue(), e.policy().limit(), e.policy().name());
-    long now = ticker.nowMicros();
-    long expiresAt = c.issuedAtMicros() + e.ticketLifeMicros();
+    Refused refused = spendOnce(c, e, "ticket expired: settle within the ticket's life",
+        "ticket was already settled or refunded", "too many tickets spent recently to remember another; retry later");
     Settlement result;
     String detail;
-    if (now >= expiresAt) {
-      result = Settlement.NO_EFFECT;
-      detail = "ticket expired: settle within the ticket's life";
+    if (refused != null) {
+      result = refused.failed() ? Settlement.FAILED : Settlement.NO_EFFECT;
+      detail = refused.detail();
     } else {
-      switch (spent.mark(c.mac(), expiresAt, now)) {
-        case ALREADY_SPENT -> {
-          result = Settlement.NO_EFFECT;
-          detail = "ticket was already settled or refunded";
-        }
-        case FULL -> {
-          result = Settlement.FAILED;
-          detail = "too many tickets spent recently to remember another; retry later";
-        }
-        case FAILED -> {
-          result = Settlement.FAILED;
-          detail = "the store could not record the ticket as spent; refused to stay strict, retry later";
-        }
-        default -> {
-          result = e.limiter().settle(store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp()), actual);
-          detail = switch (result) {
-            case APPLIED -> actual < c.permits() ? "unused permits returned" : "overrun charged";
-            case NO_EFFECT -> "nothing changed: the actual equals the reservation, or the window rolled before the rest could go back";
-            case FAILED -> "the store could not be updated; the reservation stays the charge";
-          };
-          if (result == Settlement.FAILED) {
-            spent.unmark(c.mac());
-          }
-        }
+      result = e.limiter().settle(store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp()), actual);
+      detail = switch (result) {
+        case APPLIED -> actual < c.permits() ? "unused permits returned" : "overrun charged";
+        case NO_EFFECT -> "nothing changed: the actual equals the reservation, or the window rolled before the rest could go back";
+        case FAILED -> "the store could not be updated; the reservation stays the charge";
+      };
+      if (result == Settlement.FAILED) {
+        spent.unmark(c.mac());
       }
     }
     String out = write(g -> {
@@ -436,6 +404,28 @@ final class ApiHandler extends Handler.Abstract {
       g.writeEndObject();
     });
     send(response, callback, result == Settlement.FAILED ? 503 : 200, out);
+  }
+
+  /** Why a ticket may not be spent now: {@code failed} (503, try again) or not (no effect, final). */
+  private record Refused(boolean failed, String detail) {}
+
+  /**
+   * The once-per-ticket rule refunds and settlements share: a ticket spends within its life and at
+   * most once (refund or settle), marked in the spent set before the limiter is asked. Returns null
+   * when the caller may spend it now (it is marked: unmark it if the limiter then fails), else why not.
+   */
+  private Refused spendOnce(TicketCodec.Claims c, Entry e, String expired, String alreadySpent, String full) {
+    long now = ticker.nowMicros();
+    long expiresAt = c.issuedAtMicros() + e.ticketLifeMicros();
+    if (now >= expiresAt) {
+      return new Refused(false, expired);
+    }
+    return switch (spent.mark(c.mac(), expiresAt, now)) {
+      case ALREADY_SPENT -> new Refused(false, alreadySpent);
+      case FULL -> new Refused(true, full);
+      case FAILED -> new Refused(true, "the store could not record the ticket as spent; refused to stay strict, retry later");
+      case MARKED -> null;
+    };
   }
 
   private void peek(Request request, Response response, Callback callback) {
