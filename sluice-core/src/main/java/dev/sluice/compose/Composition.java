@@ -2,8 +2,8 @@ package dev.sluice.compose;
 
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
-import dev.sluice.FailureMode;
 import dev.sluice.Path;
+import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
@@ -13,7 +13,7 @@ import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
-import dev.sluice.internal.SeededHash;
+import dev.sluice.internal.SlotTable;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,13 +21,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReferenceArray;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.IntFunction;
 
 /**
@@ -98,50 +92,31 @@ import java.util.function.IntFunction;
  */
 public final class Composition implements ClockedRateLimiter, AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Composition.class.getName());
-  /** The retry-after of a refusal caused by a throwing leg or a failed shared store: 1 second. */
   /** Default slot count of a keyed composition. */
   public static final int DEFAULT_SLOTS = 1024;
 
   private final Ticker ticker;
-  private final SharedState shared;
-  private final Degrade degrade;
-  /** The wait of a refusal no store answered (a leg threw, the shared state threw or fails closed). */
-  private final long failureRetryMicros;
+  /** The shared state asked before the legs, or null. */
+  private final SharedFirst shared;
+  private final AllOf allOf;
+  private final CompositionCounters counters = new CompositionCounters();
   private final RateLimitListener listener;
   private final boolean listening;
   private final String statsKey;
-  private final String missingKey;
   private final int legCount;
 
-  // Not keyed: one leg set. Keyed: a lazily built slot table (slots + 1 entries, the last the default slot).
+  // Not keyed: one leg set. Keyed: a slot table of leg sets, each built on first use.
   private final LegSet fixed;
-  private final List<IntFunction<? extends RateLimiter>> factories;
-  private final int slots;
-  private final long seed;
-  private final AtomicReferenceArray<LegSet> table;
-  private final Object buildLock = new Object();
-  private final AtomicInteger built = new AtomicInteger();
+  private final SlotTable<LegSet> table;
   private volatile boolean closed;
   private volatile Policy keyedPolicy;
 
-  private final TicketBook book = new TicketBook();
-  private final Ticket.Issuer issuer = new Ticket.Issuer();
-  private final LongAdder decisions = new LongAdder();
-  private final LongAdder refusals = new LongAdder();
-  private final LongAdder legErrors = new LongAdder();
-  private final LongAdder compensations = new LongAdder();
-  private final LongAdder failedCompensations = new LongAdder();
-  private final LongAdder sharedFailures = new LongAdder();
-  private final AtomicBoolean warned = new AtomicBoolean();
-
   private Composition(Builder b) {
-    this.shared = b.shared;
-    this.degrade = b.degrade;
-    this.failureRetryMicros = b.failureRetry.toNanos() / 1_000;
+    this.shared = b.shared == null ? null : new SharedFirst(b.shared, b.degrade, b.missingKey, counters);
+    this.allOf = new AllOf(counters, b.failureRetry.toNanos() / 1_000, shared);
     this.listener = RateLimitListener.guarded(b.listener, b.includeKeys);
     this.listening = listener != RateLimitListener.NONE;
     this.statsKey = b.statsKey;
-    this.missingKey = b.missingKey;
     if (b.factories.isEmpty()) {
       Ticker t = b.ticker;
       if (t == null) {
@@ -155,18 +130,15 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
       }
       this.ticker = t;
       this.fixed = new LegSet(b.legs.toArray(new RateLimiter[0]), ticker, null);
-      this.factories = List.of();
-      this.slots = 0;
-      this.seed = 0;
       this.table = null;
       this.legCount = b.legs.size();
     } else {
       this.ticker = b.ticker != null ? b.ticker : Ticker.system();
       this.fixed = null;
-      this.factories = List.copyOf(b.factories);
-      this.slots = b.slots;
-      this.seed = new SecureRandom().nextLong();
-      this.table = new AtomicReferenceArray<>(slots + 1);
+      List<IntFunction<? extends RateLimiter>> factories = List.copyOf(b.factories);
+      int slots = b.slots;
+      Ticker t = ticker;
+      this.table = new SlotTable<>(slots, new SecureRandom().nextLong(), slot -> LegSet.ofSlot(factories, slot, slots, t));
       this.legCount = factories.size();
     }
   }
@@ -187,7 +159,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     }
     Policy p = keyedPolicy;
     if (p == null) {
-      p = legSet(slots).policies[0];
+      p = legsFor(null).policies[0];
       keyedPolicy = p;
     }
     return p;
@@ -218,21 +190,9 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     checkPolicy(p);
     LegSet s = legsFor(key);
     s.checkPermits(permits);
-    Decision d;
-    if (shared == null) {
-      d = acquireLegs(s, key, permits, nowMicros, null);
-    } else {
-      Decision sd = null;
-      Throwable err = null;
-      try {
-        sd = shared.check(sharedKey(key), permits);
-      } catch (IllegalArgumentException e) {
-        throw e;
-      } catch (RuntimeException e) {
-        err = e;
-      }
-      d = afterShared(s, key, permits, nowMicros, sd, err);
-    }
+    Decision d = shared == null
+        ? allOf.acquire(s, key, permits, nowMicros, null)
+        : shared.acquire(s, key, permits, nowMicros, allOf);
     record(d, key);
     return d;
   }
@@ -253,20 +213,11 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     s.checkPermits(permits);
     long now = ticker.nowMicros();
     if (shared == null) {
-      Decision d = acquireLegs(s, key, permits, now, null);
+      Decision d = allOf.acquire(s, key, permits, now, null);
       record(d, key);
       return CompletableFuture.completedFuture(d);
     }
-    CompletionStage<Decision> f;
-    try {
-      f = shared.checkAsync(sharedKey(key), permits);
-    } catch (IllegalArgumentException e) {
-      throw e;
-    } catch (RuntimeException e) {
-      f = CompletableFuture.failedFuture(e);
-    }
-    return f.handle((sd, err) -> {
-      Decision d = afterShared(s, key, permits, now, sd, unwrap(err));
+    return shared.acquireAsync(s, key, permits, now, allOf).thenApply(d -> {
       record(d, key);
       return d;
     });
@@ -288,40 +239,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     requireSync("peek", "tryAcquireAsync");
     checkPolicy(p);
     LegSet s = legsFor(key);
-    Decision best = null;
-    boolean degraded = false;
-    if (shared != null) {
-      Decision sd = null;
-      try {
-        sd = shared.peek(sharedKey(key));
-      } catch (IllegalArgumentException e) {
-        throw e;
-      } catch (RuntimeException e) {
-        sd = null;
-      }
-      if (sd == null || storeFailed(sd)) {
-        if (degrade == Degrade.FAIL_CLOSED || (sd != null && alwaysClosed(sd.reason()))) {
-          Reason r = sd != null && sd.reason().isFailure() ? sd.reason() : Reason.STORE_UNAVAILABLE;
-          return failure(s.policies[0], r, nowMicros, sd);
-        }
-        degraded = true;
-      } else {
-        best = sd;
-      }
-    }
-    String k = s.legKey(key);
-    for (int i = 0; i < s.legs.length; i++) {
-      Decision d;
-      try {
-        d = s.clocked[i] != null ? s.clocked[i].peekAt(k, s.policies[i], nowMicros) : s.legs[i].peek(k, s.policies[i]);
-      } catch (IllegalArgumentException e) {
-        throw e;
-      } catch (Throwable e) {
-        return legError(s, i, e, nowMicros);
-      }
-      best = best == null ? d : mostRestrictive(best, d);
-    }
-    return degraded ? best.withPath(Path.FALLBACK) : best;
+    return shared == null ? allOf.peek(s, key, nowMicros, null, false) : shared.peek(s, key, nowMicros, allOf);
   }
 
   @Override public Refund refund(Ticket ticket) {
@@ -335,29 +253,10 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
    * ticket. Never throws.
    */
   @Override public Refund refundAt(Ticket ticket, long nowMicros) {
-    if (!issuer.claim(ticket)) {
-      return Refund.NO_EFFECT; // null, spent, or not this composition's: a foreign ticket stays refundable
-    }
-    Charges c = book.remove(ticket);
-    if (c == null) {
+    Refund result = allOf.refund(ticket, nowMicros);
+    if (result == null) {
       return Refund.NO_EFFECT;
     }
-    boolean applied = false;
-    boolean failed = false;
-    for (int i = 0; i < c.legTickets.length; i++) {
-      Ticket t = c.legTickets[i];
-      if (t != null) {
-        Refund r = refundLeg(c.set, i, t, nowMicros);
-        applied |= r == Refund.APPLIED;
-        failed |= r == Refund.FAILED;
-      }
-    }
-    if (c.sharedTicket != null) {
-      Refund r = refundShared(c.sharedTicket);
-      applied |= r == Refund.APPLIED;
-      failed |= r == Refund.FAILED;
-    }
-    Refund result = failed ? Refund.FAILED : applied ? Refund.APPLIED : Refund.NO_EFFECT;
     if (listening) {
       listener.onRefund(ticket.policy(), result);
     }
@@ -377,56 +276,14 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
    * before anything is spent; store trouble never throws.
    */
   @Override public Settlement settleAt(Ticket ticket, long actualPermits, long nowMicros) {
-    if (ticket != null) {
-      Checks.actual(actualPermits, ticket.policy().limit(), ticket.policy().name());
-    }
-    if (!issuer.claim(ticket)) {
-      return Settlement.NO_EFFECT; // null, spent, or not this composition's
-    }
-    Charges c = book.remove(ticket);
-    if (c == null) {
+    Settlement result = allOf.settle(ticket, actualPermits, nowMicros);
+    if (result == null) {
       return Settlement.NO_EFFECT;
     }
-    boolean applied = false;
-    boolean failed = false;
-    for (int i = 0; i < c.legTickets.length; i++) {
-      Ticket t = c.legTickets[i];
-      if (t != null) {
-        Settlement r = settleLeg(c.set, i, t, Math.min(actualPermits, t.policy().limit()), nowMicros);
-        applied |= r == Settlement.APPLIED;
-        failed |= r == Settlement.FAILED;
-      }
-    }
-    if (c.sharedTicket != null) {
-      Settlement r;
-      try {
-        r = shared.settle(c.sharedTicket, Math.min(actualPermits, c.sharedTicket.policy().limit()));
-      } catch (Error e) {
-        throw e;
-      } catch (Throwable e) {
-        warn("the shared state's settlement threw; its reservation stays the charge", e);
-        r = Settlement.FAILED;
-      }
-      applied |= r == Settlement.APPLIED;
-      failed |= r == Settlement.FAILED;
-    }
-    Settlement result = failed ? Settlement.FAILED : applied ? Settlement.APPLIED : Settlement.NO_EFFECT;
     if (listening) {
       listener.onSettle(ticket.policy(), result);
     }
     return result;
-  }
-
-  /** Never throws but an {@link Error}: a leg that throws counts as a failed settlement. */
-  private Settlement settleLeg(LegSet s, int i, Ticket t, long actual, long now) {
-    try {
-      return s.clocked[i] != null ? s.clocked[i].settleAt(t, actual, now) : s.legs[i].settle(t, actual);
-    } catch (Error e) {
-      throw e;
-    } catch (Throwable e) {
-      warn("a leg's settlement threw; its reservation stays the charge", e);
-      return Settlement.FAILED;
-    }
   }
 
   @Override public void reset(String key) {
@@ -439,13 +296,9 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
    */
   @Override public void reset(String key, Policy p) {
     checkPolicy(p);
-    LegSet s = legsFor(key);
-    String k = s.legKey(key);
-    for (int i = 0; i < s.legs.length; i++) {
-      s.legs[i].reset(k, s.policies[i]);
-    }
+    legsFor(key).reset(key);
     if (shared != null) {
-      shared.reset(sharedKey(key));
+      shared.reset(key);
     }
   }
 
@@ -494,21 +347,9 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
   /** Clears the budget of every built slot but keeps the slots (keyed), and zeroes the counters. */
   public void reset() {
     if (table != null) {
-      for (int i = 0; i <= slots; i++) {
-        LegSet s = table.get(i);
-        if (s != null) {
-          for (int j = 0; j < s.legs.length; j++) {
-            s.legs[j].reset(s.slotKey, s.policies[j]);
-          }
-        }
-      }
+      table.forEachBuilt(s -> s.reset(null));
     }
-    decisions.reset();
-    refusals.reset();
-    legErrors.reset();
-    compensations.reset();
-    failedCompensations.reset();
-    sharedFailures.reset();
+    counters.reset();
   }
 
   /** A snapshot of the counters; see {@link CompositionStats}. */
@@ -521,11 +362,11 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
         available = OptionalLong.empty();
       }
     }
-    long n = decisions.sum();
-    long r = refusals.sum();
-    return new CompositionStats(legCount, table != null, slots, table != null ? built.get() : 0, available,
-        n, r, n == 0 ? 0.0 : (double) r / n, legErrors.sum(), compensations.sum(), failedCompensations.sum(),
-        sharedFailures.sum());
+    long n = counters.decisions.sum();
+    long r = counters.refusals.sum();
+    return new CompositionStats(legCount, table != null, table != null ? table.slots() : 0, table != null ? table.built() : 0,
+        available, n, r, n == 0 ? 0.0 : (double) r / n, counters.legErrors.sum(), counters.compensations.sum(),
+        counters.failedCompensations.sum(), counters.sharedFailures.sum());
   }
 
   /**
@@ -535,22 +376,11 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
    * close would rebuild its slots empty and hand every key a fresh allowance.
    */
   @Override public void close() {
-    List<LegSet> released = new ArrayList<>();
-    // Under the build lock, so a slot being built right now is either seen here or never stored.
-    synchronized (buildLock) {
-      closed = true;
-      if (table == null) {
-        return;
-      }
-      for (int i = 0; i <= slots; i++) {
-        LegSet s = table.getAndSet(i, null);
-        if (s != null) {
-          built.decrementAndGet();
-          released.add(s);
-        }
-      }
+    closed = true;
+    if (table == null) {
+      return;
     }
-    for (LegSet s : released) {
+    for (LegSet s : table.close()) {
       for (RateLimiter leg : s.legs) {
         if (leg instanceof AutoCloseable ac) {
           try {
@@ -564,260 +394,28 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
   }
 
   @Override public String toString() {
-    return "Composition[legs=" + legCount + (table != null ? ", slots=" + slots : "")
-        + (shared != null ? ", shared=" + shared + ", degrade=" + degrade : "") + "]";
+    return "Composition[legs=" + legCount + (table != null ? ", slots=" + table.slots() : "")
+        + (shared != null ? ", " + shared : "") + "]";
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // The decision
-  // ---------------------------------------------------------------------------------------------
-
-  private Decision afterShared(LegSet s, String key, long permits, long now, Decision sd, Throwable err) {
-    if (err == null && sd != null && !storeFailed(sd)) {
-      return sd.allowed() ? acquireLegs(s, key, permits, now, sd) : sd;
-    }
-    sharedFailures.increment();
-    if (sd != null && sd.ticket().isPresent()) {
-      // Counted by the shared limiter's own fallback, not by the store: the degrade policy decides instead.
-      refundShared(sd.ticket().get());
-    }
-    Reason r = sd != null && sd.reason().isFailure() ? sd.reason() : Reason.STORE_UNAVAILABLE;
-    if (degrade == Degrade.FAIL_CLOSED || alwaysClosed(r)) {
-      return failure(s.policies[0], r, now, sd);
-    }
-    return acquireLegs(s, key, permits, now, null).withPath(Path.FALLBACK);
-  }
-
-  private Decision acquireLegs(LegSet s, String key, long permits, long now, Decision sd) {
-    final int n = s.legs.length;
-    final String k = s.legKey(key);
-    Decision[] got = new Decision[n];
-    int current = -1;
-    try {
-      if (n > 1 && s.clockedCount > 0) {
-        Decision refusal = null;
-        for (int i = 0; i < n; i++) {
-          ClockedRateLimiter c = s.clocked[i];
-          if (c == null) {
-            continue;
-          }
-          current = i;
-          Decision p = c.peekAt(k, s.policies[i], now);
-          if (p.allowed() && p.remaining() >= permits) {
-            continue;
-          }
-          // Predicted to refuse. A refused peek of one permit is exactly the refused acquire; otherwise
-          // ask for real (a refused acquire writes nothing) to get the retry-after of these permits.
-          Decision r = permits == 1 && !p.allowed() ? p : c.tryAcquireAt(k, permits, s.policies[i], now);
-          if (r.allowed()) {
-            got[i] = r; // freed in between: charged, kept or refunded below
-          } else {
-            refusal = refusal == null ? r : mostRestrictive(refusal, r);
-          }
-        }
-        if (refusal != null) {
-          compensate(s, got, sd, now);
-          return refusal;
-        }
-      }
-      for (int j = 0; j < n; j++) {
-        int i = s.order[j];
-        if (got[i] != null) {
-          continue;
-        }
-        current = i;
-        Decision d = s.clocked[i] != null
-            ? s.clocked[i].tryAcquireAt(k, permits, s.policies[i], now)
-            : s.legs[i].tryAcquire(k, permits, s.policies[i]);
-        if (!d.allowed()) {
-          compensate(s, got, sd, now);
-          return d;
-        }
-        got[i] = d;
-      }
-    } catch (IllegalArgumentException e) {
-      compensate(s, got, sd, now);
-      throw e;
-    } catch (Throwable e) {
-      // Whatever was thrown (an Error, a checked exception thrown sneakily): no leg stays charged.
-      compensate(s, got, sd, now);
-      return legError(s, current, e, now);
-    }
-    return combineAllowed(s, key, permits, got, sd);
-  }
-
-  private Decision combineAllowed(LegSet s, String key, long permits, Decision[] got, Decision sd) {
-    Decision best = sd;
-    Ticket[] tickets = null;
-    Reason reason = Reason.WITHIN_LIMIT;
-    Path path = Path.PRIMARY;
-    for (int i = 0; i < got.length; i++) {
-      Decision d = got[i];
-      best = best == null ? d : mostRestrictive(best, d);
-      if (d.reason().isFailure() && reason == Reason.WITHIN_LIMIT) {
-        reason = d.reason();
-      }
-      if (d.path().ordinal() > path.ordinal() && d.path() != Path.NEAR_CACHE) {
-        path = d.path();
-      }
-      Optional<Ticket> t = d.ticket();
-      if (t.isPresent()) {
-        if (tickets == null) {
-          tickets = new Ticket[got.length];
-        }
-        tickets[i] = t.get();
-      }
-    }
-    Ticket sharedTicket = sd == null ? null : sd.ticket().orElse(null);
-    Ticket composed = null;
-    if (tickets != null || sharedTicket != null) {
-      composed = issuer.issue(best.policy(), key == null ? "" : key, permits, 0);
-      book.put(composed, new Charges(s, tickets == null ? new Ticket[0] : tickets, sharedTicket));
-    }
-    return Decision.of(true, reason, path, best.policy(), best.remaining(), best.resetAtMicros(), 0, composed);
-  }
-
-  /**
-   * Refunds every leg charged on this call. A refund that throws an {@link Error} counts as failed;
-   * the other legs are refunded all the same, and the first such Error is rethrown at the end.
-   */
-  private void compensate(LegSet s, Decision[] got, Decision sd, long now) {
-    Error error = null;
-    for (int i = 0; i < got.length; i++) {
-      Decision d = got[i];
-      if (d != null && d.ticket().isPresent()) {
-        compensations.increment();
-        Refund r;
-        try {
-          r = refundLeg(s, i, d.ticket().get(), now);
-        } catch (Error e) {
-          error = error == null ? e : error;
-          r = Refund.FAILED;
-        }
-        if (r == Refund.FAILED) {
-          failedCompensations.increment();
-        }
-      }
-    }
-    if (sd != null && sd.ticket().isPresent()) {
-      compensations.increment();
-      Refund r;
-      try {
-        r = refundShared(sd.ticket().get());
-      } catch (Error e) {
-        error = error == null ? e : error;
-        r = Refund.FAILED;
-      }
-      if (r == Refund.FAILED) {
-        failedCompensations.increment();
-      }
-    }
-    if (error != null) {
-      throw error;
-    }
-  }
-
-  /** Never throws but an {@link Error}, after counting nothing: the caller counts a failed refund. */
-  private Refund refundLeg(LegSet s, int i, Ticket t, long now) {
-    try {
-      return s.clocked[i] != null ? s.clocked[i].refundAt(t, now) : s.legs[i].refund(t);
-    } catch (Error e) {
-      throw e;
-    } catch (Throwable e) {
-      warn("a leg's refund threw; that leg stays stricter until its window rolls", e);
-      return Refund.FAILED;
-    }
-  }
-
-  private Refund refundShared(Ticket t) {
-    try {
-      return shared.refund(t);
-    } catch (Error e) {
-      throw e;
-    } catch (Throwable e) {
-      warn("the shared state's refund threw; the shared budget stays stricter until its window rolls", e);
-      return Refund.FAILED;
-    }
-  }
-
-  /**
-   * A leg threw {@code e} (the legs charged before it are already refunded): counted in legErrors; an
-   * {@link Error} is rethrown, anything else refuses the call.
-   */
-  private Decision legError(LegSet s, int i, Throwable e, long now) {
-    legErrors.increment();
-    if (e instanceof Error err) {
-      throw err;
-    }
-    warn("a composition leg threw; the call is refused (counted in legErrors)", e);
-    return failure(s.policies[Math.max(0, i)], Reason.STORE_UNAVAILABLE, now, null);
-  }
-
-  /** A failure refusal: the shared limiter's own failure-mode wait when it refused, else {@code failureRetry}. */
-  private Decision failure(Policy p, Reason r, long now, Decision shared) {
-    long retry = shared != null && !shared.allowed() && shared.path() == Path.FAILURE_MODE ? shared.retryAfterMicros() : failureRetryMicros;
-    return Decision.of(false, r, Path.FAILURE_MODE, p, 0, now + retry, retry, null);
-  }
-
-  /**
-   * The more restrictive of two decisions: a refusal beats an allowance; between refusals the longer
-   * retry (then less remaining); between allowances less remaining (then the later reset).
-   */
-  static Decision mostRestrictive(Decision a, Decision b) {
-    if (a.allowed() != b.allowed()) {
-      return a.allowed() ? b : a;
-    }
-    if (!a.allowed() && a.retryAfterMicros() != b.retryAfterMicros()) {
-      return a.retryAfterMicros() >= b.retryAfterMicros() ? a : b;
-    }
-    if (a.remaining() != b.remaining()) {
-      return a.remaining() < b.remaining() ? a : b;
-    }
-    return a.resetAtMicros() >= b.resetAtMicros() ? a : b;
-  }
-
-  /**
-   * True when the shared limiter did not decide on its own store: a failure reason, or its own
-   * failure mode or fallback served. A {@link Path#NEAR_CACHE} refusal is the store's answer,
-   * remembered; reading it as a failure would let the local legs admit what the store refused.
-   */
-  private static boolean storeFailed(Decision sd) {
-    return sd.reason().isFailure() || sd.path() == Path.FALLBACK || sd.path() == Path.FAILURE_MODE;
-  }
-
-  /** The reasons every failure mode refuses (corrupt state, invalid clock, contention): no degrade bridges them. */
-  private static boolean alwaysClosed(Reason r) {
-    return FailureMode.alwaysClosed(r);
+  /** The slot {@code key} hashes to (seeded FNV-1a with a murmur finalizer). */
+  int slotOf(String key) {
+    return table.indexOf(key);
   }
 
   private void record(Decision d, String key) {
-    decisions.increment();
+    counters.decisions.increment();
     if (!d.allowed()) {
-      refusals.increment();
+      counters.refusals.increment();
     }
     if (listening) {
       listener.onDecision(d, key);
     }
   }
 
-  private void warn(String what, Throwable e) {
-    LOG.log(warned.compareAndSet(false, true) ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG, what, e);
-  }
-
-  private static Throwable unwrap(Throwable t) {
-    while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
-      t = t.getCause();
-    }
-    return t;
-  }
-
   private Optional<Reservation> reservation(String key, long permits, Decision d) {
     return d.allowed() ? Optional.of(new Reservation(key, permits, d, d.ticket().orElse(null))) : Optional.empty();
   }
-
-  // ---------------------------------------------------------------------------------------------
-  // Legs and slots
-  // ---------------------------------------------------------------------------------------------
 
   private void checkPolicy(Policy p) {
     if (p != null && !p.equals(policy())) {
@@ -833,10 +431,6 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     }
   }
 
-  private String sharedKey(String key) {
-    return key == null ? missingKey : key;
-  }
-
   private LegSet legsFor(String key) {
     if (closed) {
       throw new IllegalStateException("this composition is closed; build a new one (reusing it would hand every key a fresh allowance)");
@@ -845,114 +439,15 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
       Checks.key(key);
       return fixed;
     }
-    if (key == null) {
-      return legSet(slots);
+    if (key != null) {
+      Checks.key(key);
     }
-    Checks.key(key);
-    return legSet(slotOf(key));
+    LegSet s = table.forKey(key);
+    if (s == null) {
+      throw new IllegalStateException("this composition is closed");
+    }
+    return s;
   }
-
-  /** The slot {@code key} hashes to (seeded FNV-1a with a murmur finalizer). */
-  int slotOf(String key) {
-    return SeededHash.slot(seed, key, slots);
-  }
-
-  private LegSet legSet(int slot) {
-    LegSet s = table.get(slot);
-    if (s != null) {
-      return s;
-    }
-    // Built under a lock, at most once per slot: so the number of limiter sets ever built is bounded
-    // by the slot count exactly, not "about", even when threads race for a fresh slot.
-    synchronized (buildLock) {
-      if (closed) {
-        throw new IllegalStateException("this composition is closed");
-      }
-      s = table.get(slot);
-      if (s == null) {
-        RateLimiter[] legs = new RateLimiter[factories.size()];
-        for (int i = 0; i < legs.length; i++) {
-          legs[i] = factories.get(i).apply(slot);
-          if (legs[i] == null) {
-            throw new IllegalStateException("leg factory " + i + " returned null for slot " + slot);
-          }
-        }
-        s = new LegSet(legs, ticker, slot == slots ? "slot:default" : "slot:" + slot);
-        table.set(slot, s);
-        built.incrementAndGet();
-      }
-      return s;
-    }
-  }
-
-  /** One set of legs: the composition's legs, or one slot's. */
-  static final class LegSet {
-    final RateLimiter[] legs;
-    final Policy[] policies;
-    /** The leg as a clocked limiter on the composition's ticker, or null. */
-    final ClockedRateLimiter[] clocked;
-    final int clockedCount;
-    /** The key every leg is asked about (a keyed composition's slot), or null to pass the caller's key. */
-    final String slotKey;
-    /** Charge order: legs that cannot be pre-flighted first, so a refusal there costs no compensation. */
-    final int[] order;
-    final long maxPermits;
-    final String maxPermitsPolicy;
-
-    LegSet(RateLimiter[] legs, Ticker ticker, String slotKey) {
-      this.legs = legs;
-      this.slotKey = slotKey;
-      int n = legs.length;
-      policies = new Policy[n];
-      clocked = new ClockedRateLimiter[n];
-      order = new int[n];
-      long max = Long.MAX_VALUE;
-      String maxName = null;
-      int c = 0;
-      for (int i = 0; i < n; i++) {
-        policies[i] = Checks.notNull("policy of leg " + i, legs[i].policy());
-        if (legs[i] instanceof ClockedRateLimiter cl) {
-          if (cl.ticker() != ticker) {
-            throw new IllegalStateException("leg " + i + " (policy '" + policies[i].name() + "') reads another ticker than the "
-                + "composition; a composed decision reads one clock: build the legs on one ticker and pass it to the composition");
-          }
-          clocked[i] = cl;
-          c++;
-        }
-        if (policies[i].limit() < max) {
-          max = policies[i].limit();
-          maxName = policies[i].name();
-        }
-      }
-      clockedCount = c;
-      int j = 0;
-      for (int i = 0; i < n; i++) {
-        if (clocked[i] == null) {
-          order[j++] = i;
-        }
-      }
-      for (int i = 0; i < n; i++) {
-        if (clocked[i] != null) {
-          order[j++] = i;
-        }
-      }
-      maxPermits = max;
-      maxPermitsPolicy = maxName;
-    }
-
-    void checkPermits(long permits) {
-      if (permits < 1 || permits > maxPermits) {
-        Checks.permits(permits, maxPermits, maxPermitsPolicy);
-      }
-    }
-
-    String legKey(String key) {
-      return slotKey != null ? slotKey : key;
-    }
-  }
-
-  /** What a composed ticket charged. */
-  record Charges(LegSet set, Ticket[] legTickets, Ticket sharedTicket) {}
 
   // ---------------------------------------------------------------------------------------------
   // Builder

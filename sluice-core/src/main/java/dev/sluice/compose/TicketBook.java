@@ -20,14 +20,14 @@ final class TicketBook {
     }
   }
 
-  void put(Ticket composed, Composition.Charges charges) {
+  void put(Ticket composed, AllOf.Charges charges) {
     Stripe s = stripe(composed);
     synchronized (s) {
       s.put(composed, charges);
     }
   }
 
-  Composition.Charges remove(Ticket composed) {
+  AllOf.Charges remove(Ticket composed) {
     Stripe s = stripe(composed);
     synchronized (s) {
       return s.remove(composed);
@@ -40,5 +40,5 @@ final class TicketBook {
   }
 
   /** Ticket does not override equals, so this map is by identity. */
-  private static final class Stripe extends WeakHashMap<Ticket, Composition.Charges> {}
+  private static final class Stripe extends WeakHashMap<Ticket, AllOf.Charges> {}
 }

@@ -10,7 +10,7 @@ import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
-import dev.sluice.internal.SeededHash;
+import dev.sluice.internal.SlotTable;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import java.security.SecureRandom;
@@ -36,8 +36,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * slot arrays are kept per budget family (a policy name and an algorithm), so a per-call override
  * with the same name and other numbers shares the name's array (the numbers of the latest call apply
  * to the state at its next hit), and one of the same name and another algorithm gets an array of
- * its own. At most {@link #MAX_FAMILIES} families are kept, each an array of {@code slots + 1}
- * states: memory is bounded by {@code MAX_FAMILIES * (slots + 1)} states whatever the overrides, and
+ * its own. At most {@link #MAX_FAMILIES} families are kept, each a table of {@code slots + 1}
+ * states built on first use ({@code SlotTable}): memory is bounded by {@code MAX_FAMILIES * (slots + 1)} states whatever the overrides, and
  * a call that would add a family past the cap is refused with {@link IllegalArgumentException}.
  *
  * <p>The exact sliding log is refused: its state grows with its limit and cannot live in a fixed slot.
@@ -59,7 +59,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     this.slots = slots;
     this.ticker = ticker;
     this.seed = seed;
-    this.defaultFamily = new Family(policy, newArray0(policy, slots));
+    this.defaultFamily = newFamily(policy);
     families.put(Family.Key.of(policy), defaultFamily);
   }
 
@@ -94,10 +94,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
 
   /** The slot {@code key} maps to; {@code slots()} for the shared default slot of a null key. */
   public int slotOf(String key) {
-    if (key == null) {
-      return slots;
-    }
-    return SeededHash.slot(seed, key, slots);
+    return defaultFamily.slots.indexOf(key);
   }
 
   /** Slots (over every policy, default slots included) whose state still matters now. */
@@ -106,16 +103,18 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     int n = 0;
     for (Family f : families.values()) {
       Algorithm alg = f.policy.algorithm();
-      for (long[] w : f.slots) {
+      int[] live = {0};
+      f.slots.forEachBuilt(w -> {
         MemoryRateLimiter.lock(w);
         try {
           if (ReferenceModel.expiresAt(alg, w) > now) {
-            n++;
+            live[0]++;
           }
         } finally {
           MemoryRateLimiter.unlock(w);
         }
-      }
+      });
+      n += live[0];
     }
     return n;
   }
@@ -241,7 +240,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     if (f.policy != p) {
       f.policy = p; // the latest numbers of the name time the slots' expiry
     }
-    return f.slots[slotOf(key)];
+    return f.slots.forKey(key);
   }
 
   private Family family(Policy p) {
@@ -259,31 +258,29 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
               + MAX_FAMILIES + " (a family is a policy name and an algorithm, each a fixed array of " + (slots + 1)
               + " slots): reuse a policy name for overrides of its numbers, or give the other policies a limiter of their own");
         }
-        f = new Family(p, newArray0(p, slots));
+        f = newFamily(p);
         families.put(k, f);
       }
       return f;
     }
   }
 
-  private static long[][] newArray0(Policy p, int slots) {
+  /** A family's slot table, on this instance's seed, so every family maps a key to the same slot. */
+  private Family newFamily(Policy p) {
     if (p.algorithm() instanceof Algorithm.SlidingLog) {
       throw new IllegalArgumentException("policy '" + p.name()
           + "' uses the sliding log, whose state grows with its limit; hashed slots hold fixed-size state: use another algorithm or MemoryRateLimiter");
     }
-    long[][] a = new long[slots + 1][];
-    for (int i = 0; i < a.length; i++) {
-      a[i] = new long[ReferenceModel.stateWords(p.algorithm()) + 1]; // state words, then the lock word
-    }
-    return a;
+    int words = ReferenceModel.stateWords(p.algorithm()) + 1; // state words, then the lock word
+    return new Family(p, new SlotTable<>(slots, seed, i -> new long[words]));
   }
 
-  /** The slots of one budget family and the latest policy decided under it. */
+  /** The slots of one budget family (built on first use) and the latest policy decided under it. */
   private static final class Family {
     volatile Policy policy;
-    final long[][] slots;
+    final SlotTable<long[]> slots;
 
-    Family(Policy policy, long[][] slots) {
+    Family(Policy policy, SlotTable<long[]> slots) {
       this.policy = policy;
       this.slots = slots;
     }
