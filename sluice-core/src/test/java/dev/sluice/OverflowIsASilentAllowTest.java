@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
  * Issue 14, finding 3: "overflow is a silent allow". Every parameter and every intermediate product
  * is bounded when a {@link Policy} is built, with a message that names the product and the fix, and a
  * clock stepped back never overflows a GCRA debt. The kit runs the edges of every bound and stepped-back
- * clocks on every backend ({@code RateLimiterContract.overflowIsNotASilentAllowAtTheEdgesOfEveryBound},
+ * clocks on every backend ({@code BoundCases.overflowIsNotASilentAllowAtTheEdgesOfEveryBound},
  * {@code aClockSteppedBackNeverAdmitsWhatTheLatestReadingRefuses}).
  */
 class OverflowIsASilentAllowTest {

@@ -1,0 +1,172 @@
+package dev.sluice.tck;
+
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.sluice.Algorithm;
+import dev.sluice.FailureMode;
+import dev.sluice.ManualTicker;
+import dev.sluice.Policy;
+import dev.sluice.RateLimiter;
+import dev.sluice.Ticker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+
+/**
+ * The fixtures of the conformance kit: the hooks a backend supplies (its limiter, what it supports,
+ * its outage fixture), the policies and clocks the cases run on, and the limiters they build,
+ * released after each case. A backend never extends this directly: its test class extends
+ * {@link RateLimiterContract}, which runs every case. The cases stand one concern a file, in a
+ * sealed chain: {@link HotKeyCases}, {@link SettlementCases}, {@link OutageCases},
+ * {@link BoundCases}, then {@code RateLimiterContract} (trace replay, tickets, decisions, budgets).
+ */
+public abstract sealed class KitFixtures permits HotKeyCases {
+  /** Start of the kit's clock: an epoch-microsecond instant in 2024 plus a random offset. */
+  private static final long EPOCH_2024 = 1_704_067_200_000_000L;
+
+  private final List<RateLimiter> created = new ArrayList<>();
+
+  KitFixtures() {}
+
+  /**
+   * A fresh limiter whose default policy is {@code policy} and whose time comes from {@code ticker}.
+   * Shared stores must read this ticker rather than the server's clock.
+   */
+  protected abstract RateLimiter newLimiter(Policy policy, Ticker ticker);
+
+  /** Whether this backend implements {@code algorithm}; the others' tests are skipped. */
+  protected boolean supports(Algorithm algorithm) {
+    return true;
+  }
+
+  /**
+   * Whether this backend settles tickets at their actual cost ({@code RateLimiter.settle}); the
+   * settlement cases are skipped otherwise. Every Sluice backend does; a new one answers false until
+   * its store step can.
+   */
+  protected boolean settles() {
+    return true;
+  }
+
+  /** The backend's key-length cap, if it has one (the memory tier does; hashed stores do not). */
+  protected OptionalInt maxKeyLength() {
+    return OptionalInt.empty();
+  }
+
+  /**
+   * A limiter failing over to {@code mode} on a store this test can take down and bring back, or
+   * empty when the backend has no such fixture (the outage cases are then skipped).
+   */
+  protected Optional<Outage> outage(Policy policy, Ticker ticker, FailureMode mode) throws Exception {
+    return Optional.empty();
+  }
+
+  /** A limiter over a store that a test can stop and restart. */
+  public interface Outage extends AutoCloseable {
+    RateLimiter limiter();
+
+    /** The store stops answering; returns once decisions fail. */
+    void down() throws Exception;
+
+    /** The store answers again; returns once it does. */
+    void up() throws Exception;
+  }
+
+  /** Events per replayed trace. */
+  protected int traceLength() {
+    return 10_000;
+  }
+
+  /**
+   * Whether asynchronous acquires for one key issued one after another from one thread reach the
+   * store in that order (one connection, or coalescing). True by default; a backend whose async
+   * calls run in parallel on a pool (PostgreSQL) says false, and the burst case is skipped.
+   */
+  protected boolean decidesAsyncCallsInIssueOrder() {
+    return true;
+  }
+
+  /** Releases a limiter after a test; closes it when it is {@link AutoCloseable}. */
+  protected void release(RateLimiter limiter) throws Exception {
+    if (limiter instanceof AutoCloseable c) {
+      c.close();
+    }
+  }
+
+  @AfterEach
+  final void releaseAll() throws Exception {
+    for (RateLimiter l : created) {
+      release(l);
+    }
+    created.clear();
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Policies: one template per algorithm, small numbers so traces saturate and roll often.
+  // ------------------------------------------------------------------------------------------
+
+  /** Algorithm templates the parameterized tests run over. */
+  public static Stream<String> algorithms() {
+    return Stream.of("fixed-window", "sliding-window", "token-bucket", "gcra", "sliding-log");
+  }
+
+  /** The algorithms that count in windows (a refund or an underrun after the window rolled does nothing). */
+  public static Stream<String> windowAlgorithms() {
+    return Stream.of("fixed-window", "sliding-window", "sliding-log");
+  }
+
+  /** A policy of the given algorithm with a fresh random name and the kit's standard numbers. */
+  protected static Policy policy(String algorithm, long limit) {
+    return policy("tck-" + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffffL) + "-" + algorithm, algorithm, limit);
+  }
+
+  /** A policy named {@code name} of the given algorithm with the kit's standard numbers for {@code limit}. */
+  protected static Policy policy(String name, String algorithm, long limit) {
+    Duration w = Duration.ofSeconds(1);
+    return switch (algorithm) {
+      case "fixed-window" -> Policy.fixedWindow(name, limit, w);
+      case "sliding-window" -> Policy.slidingWindow(name, limit, w);
+      case "token-bucket" -> Policy.tokenBucket(name, limit, Math.max(1, limit / 3), w);
+      case "gcra" -> Policy.gcra(name, Math.max(1, limit / 2), w, limit);
+      case "sliding-log" -> Policy.slidingLog(name, limit, w);
+      default -> throw new IllegalArgumentException(algorithm);
+    };
+  }
+
+  static long windowMicros(Policy p) {
+    Algorithm a = p.algorithm();
+    if (a instanceof Algorithm.FixedWindow f) return f.windowMicros();
+    if (a instanceof Algorithm.SlidingWindow s) return s.windowMicros();
+    if (a instanceof Algorithm.TokenBucket t) return t.refillPeriodMicros();
+    if (a instanceof Algorithm.Gcra g) return g.periodMicros();
+    return ((Algorithm.SlidingLog) a).windowMicros();
+  }
+
+  /**
+   * A manual clock some way into 2024: at a start fixed per test class, so a build decides the same
+   * trace every time; at a random start under {@code -Dsluice.explore} (the start is in every
+   * assertion's description, to turn into a fixed case).
+   */
+  protected final ManualTicker newTicker() {
+    long span = 1_000_000_000_000L;
+    long offset = Integer.getInteger("sluice.explore", 0) > 0 ? ThreadLocalRandom.current().nextLong(span)
+        : Math.floorMod(getClass().getName().hashCode() * 0x9E37_79B9L, span);
+    return Ticker.manual(EPOCH_2024 + offset);
+  }
+
+  final RateLimiter limiter(Policy p, Ticker t) {
+    assumeTrue(supports(p.algorithm()), "backend does not implement " + p.algorithm().id());
+    RateLimiter l = newLimiter(p, t);
+    created.add(l);
+    return l;
+  }
+
+  static String alg(String algorithm) {
+    return algorithm;
+  }
+}
