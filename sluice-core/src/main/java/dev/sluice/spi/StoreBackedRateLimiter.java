@@ -13,18 +13,12 @@ import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.DeadlineTimer;
 import java.time.Duration;
-import java.util.Arrays;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.LockSupport;
-import java.util.function.BiConsumer;
 
 /**
  * The one decision pipeline of every store-backed limiter (Redis, PostgreSQL, the versioned-store
@@ -55,7 +49,9 @@ import java.util.function.BiConsumer;
  *       for one budget that arrive while a store call for it is in flight wait for it, then go
  *       together in one store call that decides them in arrival order at one instant, each exactly
  *       as the reference model decides that sequence; at most {@code maxBatch} per call, and no
- *       request waits past its own deadline.
+ *       request waits past its own deadline. Batch assembly, dispatch and withdrawal at the
+ *       deadline are the package's {@code Coalescer} (over {@code Lanes}); this class maps each
+ *       request's share to its decision.
  * </ul>
  * A budget is its policy's name and the key: a backend keys its state by those two alone, so a
  * per-call override with the same name and other numbers applies them to the existing state.
@@ -69,7 +65,6 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
   public static final int MAX_CACHED_PLANS = 256;
   /** The default and largest number of acquires one coalesced store call decides. */
   public static final int MAX_BATCH = 64;
-  private static final long PARK_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
   private static final System.Logger LOG = System.getLogger(StoreBackedRateLimiter.class.getName());
 
@@ -98,7 +93,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
   private final RateLimitListener listener;
   private final long timeoutNanos;
   private final Ticket.Issuer issuer;
-  private final Lanes lanes; // null: coalescing off
+  private final Coalescer<P> coalescer; // null: coalescing off
 
   /** {@code defaultPlan} is {@link #compile compiled} from the builder's policy by the backend's builder. */
   protected StoreBackedRateLimiter(Builder<?> b, P defaultPlan) {
@@ -109,7 +104,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     this.listener = RateLimitListener.guarded(b.listener, b.includeKeys);
     this.timeoutNanos = b.timeout.toNanos();
     this.issuer = b.issuer != null ? b.issuer : new Ticket.Issuer();
-    this.lanes = b.maxBatch > 1 && b.batches() ? new Lanes(b.maxBatch) : null;
+    this.coalescer = b.maxBatch > 1 && b.batches() ? new Coalescer<>(this, b.maxBatch) : null;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -216,7 +211,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
 
   /** Whether acquires are coalesced (the builder's {@code maxBatch} above 1, on a backend that batches). */
   protected final boolean coalesces() {
-    return lanes != null;
+    return coalescer != null;
   }
 
   protected final FailureMode failureMode() {
@@ -248,7 +243,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     if (!plausible(now)) {
       return CompletableFuture.completedFuture(finish(failed(p, Step.ACQUIRE, key, permits, Reason.INVALID_CLOCK, null, now), key));
     }
-    return new AsyncDecision(plan, p, key, permits, now).start(lanes != null && stepsAsync() && batches(plan));
+    return new AsyncDecision<>(this, coalescer, plan, p, key, permits, now).start(coalescer != null && stepsAsync() && batches(plan));
   }
 
   @Override public final Decision peek(String key, Policy policy) {
@@ -275,9 +270,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     } catch (Exception e) {
       error = caught(e);
     }
-    if (!reportsOwnStoreCalls()) {
-      listener.onStoreCall(p, nanoTime() - start, error);
-    }
+    reportStoreCall(p, start, error);
     if (error != null) {
       LOG.log(System.Logger.Level.WARNING, "reset for policy '" + p.name() + "' failed: " + error);
     }
@@ -289,8 +282,8 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     Checks.key(key);
     P plan = plan(p);
     Checks.permits(permits, p.limit(), p.name());
-    if (lanes != null && plausible(nowMicros) && batches(plan)) {
-      return finish(coalesced(plan, p, key, permits, nowMicros), key);
+    if (coalescer != null && plausible(nowMicros) && batches(plan)) {
+      return finish(coalescer.acquire(plan, p, key, permits, nowMicros), key);
     }
     return finish(decide(plan, p, Step.ACQUIRE, key, permits, nowMicros), key);
   }
@@ -374,9 +367,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
       } // else the step may have run: keep the ticket spent, so a retry can never apply twice
       result = Refund.FAILED;
     }
-    if (!reportsOwnStoreCalls()) {
-      listener.onStoreCall(p, nanoTime() - start, error);
-    }
+    reportStoreCall(p, start, error);
     if (error != null) {
       LOG.log(System.Logger.Level.WARNING, (settling ? "settlement" : "refund") + " for policy '" + p.name()
           + "' failed; " + (settling ? "the reservation stays the charge: " : "the limiter stays stricter: ") + error);
@@ -404,7 +395,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     return ticker == null ? now == STORE_CLOCK : Checks.validClock(now);
   }
 
-  private Decision decide(P plan, Policy p, Step step, String key, long permits, long now) {
+  Decision decide(P plan, Policy p, Step step, String key, long permits, long now) {
     if (!plausible(now)) {
       return failed(p, step, key, permits, Reason.INVALID_CLOCK, null, now);
     }
@@ -418,197 +409,12 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     } catch (Exception e) {
       error = caught(e);
     }
-    if (!reportsOwnStoreCalls()) {
-      listener.onStoreCall(p, nanoTime() - start, error);
-    }
+    reportStoreCall(p, start, error);
     return r != null ? toDecision(r, p, step, key, permits, now) : failed(p, step, key, permits, classify(error), error, now);
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // Coalescing: one store call for the acquires that queued behind another
-  // ---------------------------------------------------------------------------------------------
-
-  /** The budget a lane serves: the policy (its name and numbers: one plan) and the key. */
-  private record LaneId(Policy policy, String key) { }
-
-  /** A synchronous acquire: leads when nothing is in flight for its budget, else waits its turn. */
-  private Decision coalesced(P plan, Policy p, String key, long permits, long now) {
-    SyncWaiter w = new SyncWaiter(permits, now, nanoTime() + timeoutNanos);
-    Lanes.Lane lane = lanes.enter(new LaneId(p, key), w);
-    if (lane != null) {
-      try {
-        return decide(plan, p, Step.ACQUIRE, key, permits, now);
-      } finally {
-        handOff(plan, p, key, lane);
-      }
-    }
-    boolean interrupted = false;
-    try {
-      while (!w.finished) {
-        Lanes.Waiter[] batch = w.toRun;
-        if (batch != null) {
-          w.toRun = null;
-          runBatch(plan, p, key, batch); // completes w too
-          continue;
-        }
-        long left = w.deadline - nanoTime();
-        if (left <= 0 && (lanes.withdraw(w) || stepsAsync())) {
-          // Withdrawn: it never reaches the store. Else its batch is in flight and may count, as any
-          // call past its deadline may. (Without an async store its batch runs on a thread whose
-          // deadline is earlier, so it waits for that.)
-          TimeoutException te = new TimeoutException("store call deadline of " + Duration.ofNanos(timeoutNanos) + " passed");
-          return failed(p, Step.ACQUIRE, key, permits, Reason.TIMEOUT, te, now);
-        }
-        LockSupport.parkNanos(this, Math.max(1_000_000L, Math.min(left, PARK_SLICE_NANOS)));
-        interrupted |= Thread.interrupted(); // restored on return; parking goes on until the deadline
-      }
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
-    return w.error == null ? toDecision(w.result, p, Step.ACQUIRE, key, permits, now)
-        : failed(p, Step.ACQUIRE, key, permits, classify(w.error), w.error, now);
-  }
-
-  /** After a call of {@code lane} finished: the next batch goes to the store, or the lane goes idle. */
-  private void handOff(P plan, Policy p, String key, Lanes.Lane lane) {
-    Lanes.Waiter[] batch;
-    do {
-      batch = unexpired(lanes.next(lane));
-    } while (batch != null && batch.length == 0);
-    if (batch == null) {
-      return;
-    }
-    if (stepsAsync()) {
-      runBatchAsync(plan, p, key, batch);
-    } else {
-      batch[0].run(batch); // the oldest waiting caller runs it on its thread: this one returns now
-    }
-  }
-
-  /**
-   * {@code batch} without the requests whose deadline passed while they queued: those are told
-   * {@link Reason#TIMEOUT} and never reach the store.
-   */
-  private Lanes.Waiter[] unexpired(Lanes.Waiter[] batch) {
-    if (batch == null) {
-      return null;
-    }
-    long t = nanoTime();
-    int live = 0;
-    for (Lanes.Waiter w : batch) {
-      if (w.deadline - t > 0) {
-        batch[live++] = w;
-      } else {
-        w.done(null, new TimeoutException("the deadline passed while waiting behind a store call for the same key"));
-      }
-    }
-    return live == batch.length ? batch : Arrays.copyOf(batch, live);
-  }
-
-  /** The instant a batch is decided at: its latest reading (or the store's clock). */
-  private long batchNow(Lanes.Waiter[] batch) {
-    long now = STORE_CLOCK;
-    for (Lanes.Waiter w : batch) {
-      now = Math.max(now, w.now);
-    }
-    return now;
-  }
-
-  private static long[] permitsOf(Lanes.Waiter[] batch) {
-    long[] permits = new long[batch.length];
-    for (int i = 0; i < batch.length; i++) {
-      permits[i] = batch[i].permits;
-    }
-    return permits;
-  }
-
-  /**
-   * Runs {@code batch} on this thread, its oldest waiter's, by that waiter's deadline (the earliest:
-   * a later waiter whose share the store did not decide in time is told {@link Reason#TIMEOUT}
-   * early rather than holding this thread past its own deadline), then hands the lane on.
-   */
-  private void runBatch(P plan, Policy p, String key, Lanes.Waiter[] batch) {
-    long start = nanoTime();
-    StepResult[] rs = null;
-    Throwable error = null;
-    try {
-      rs = stepBatch(plan, key, permitsOf(batch), batchNow(batch), batch[0].deadline);
-    } catch (Exception e) {
-      error = caught(e);
-    }
-    if (!reportsOwnStoreCalls()) {
-      listener.onStoreCall(p, nanoTime() - start, error);
-    }
-    complete(batch, rs, error);
-    handOff(plan, p, key, batch[0].lane);
-  }
-
-  /**
-   * Runs {@code batch} without holding a thread, cancelled at its youngest request's deadline; each
-   * request times out at its own deadline meanwhile.
-   */
-  private void runBatchAsync(P plan, Policy p, String key, Lanes.Waiter[] batch) {
-    long start = nanoTime();
-    long deadline = batch[batch.length - 1].deadline;
-    CompletableFuture<StepResult[]> f;
-    try {
-      f = stepBatchAsync(plan, key, permitsOf(batch), batchNow(batch), deadline);
-    } catch (RuntimeException e) {
-      f = CompletableFuture.failedFuture(e);
-    }
-    CompletableFuture<StepResult[]> call = f;
-    DeadlineTimer.Timeout timer = DeadlineTimer.shared().schedule(() -> call.cancel(false),
-        System.nanoTime() + Math.max(0, deadline - nanoTime()));
-    call.whenComplete((rs, e) -> {
-      timer.cancel();
-      Throwable error = e == null ? null : e instanceof CancellationException
-          ? new TimeoutException("store call deadline passed") : unwrap(e);
-      if (!reportsOwnStoreCalls()) {
-        listener.onStoreCall(p, nanoTime() - start, error);
-      }
-      complete(batch, rs, error);
-      handOff(plan, p, key, batch[0].lane);
-    });
-  }
-
-  private static void complete(Lanes.Waiter[] batch, StepResult[] rs, Throwable error) {
-    if (error == null && (rs == null || rs.length != batch.length)) {
-      error = new StoreException("a batch of " + batch.length + " got " + (rs == null ? "no" : rs.length) + " results");
-    }
-    for (int i = 0; i < batch.length; i++) {
-      batch[i].done(error == null ? rs[i] : null, error);
-    }
-  }
-
-  /** A synchronous acquire waiting in a lane: woken with its result, or with a batch to run. */
-  private static final class SyncWaiter extends Lanes.Waiter {
-    private final Thread thread = Thread.currentThread();
-    volatile boolean finished;
-    volatile StepResult result;
-    volatile Throwable error;
-    volatile Lanes.Waiter[] toRun;
-
-    SyncWaiter(long permits, long now, long deadline) {
-      super(permits, now, deadline);
-    }
-
-    @Override void done(StepResult r, Throwable e) {
-      result = r;
-      error = e;
-      finished = true;
-      LockSupport.unpark(thread);
-    }
-
-    @Override void run(Lanes.Waiter[] batch) {
-      toRun = batch;
-      LockSupport.unpark(thread);
-    }
-  }
-
   /** The one mapping from what a store answered to a decision. */
-  private Decision toDecision(StepResult r, Policy p, Step step, String key, long permits, long now) {
+  Decision toDecision(StepResult r, Policy p, Step step, String key, long permits, long now) {
     if (r.failure() != null) {
       return failed(p, step, key, permits, r.failure(), new StoreException(r.detail()), now);
     }
@@ -619,9 +425,16 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     return Decision.refused(by, Reason.LIMIT_EXCEEDED, r.remaining(), r.resetAt(), r.retryAfter());
   }
 
-  private Decision failed(Policy p, Step step, String key, long permits, Reason reason, Throwable cause, long now) {
+  Decision failed(Policy p, Step step, String key, long permits, Reason reason, Throwable cause, long now) {
     long at = now > 0 && now != STORE_CLOCK ? now : Ticker.system().nowMicros();
     return step == Step.PEEK ? failureMode.peek(p, key, reason, cause, at) : failureMode.decide(p, key, permits, reason, cause, at);
+  }
+
+  /** Tells the listener about a store call begun at {@code start} ({@link #nanoTime()}), unless the backend reports its own. */
+  void reportStoreCall(Policy p, long start, Throwable error) {
+    if (!reportsOwnStoreCalls()) {
+      listener.onStoreCall(p, nanoTime() - start, error);
+    }
   }
 
   private Refund report(Policy p, Refund r) {
@@ -629,129 +442,24 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     return r;
   }
 
-  private Decision finish(Decision d, String key) {
+  Decision finish(Decision d, String key) {
     listener.onDecision(d, key);
     return d;
   }
 
   /** The cause of a failed call; an interrupted caller gets its interrupt flag back. */
-  private static Throwable caught(Exception e) {
+  static Throwable caught(Exception e) {
     if (e instanceof InterruptedException) {
       Thread.currentThread().interrupt();
     }
     return unwrap(e);
   }
 
-  private static Throwable unwrap(Throwable e) {
+  static Throwable unwrap(Throwable e) {
     while ((e instanceof ExecutionException || e instanceof CompletionException) && e.getCause() != null) {
       e = e.getCause();
     }
     return e;
-  }
-
-  /**
-   * One asynchronous decision: the backend's step racing a deadline timer. Whichever settles first
-   * decides; no thread waits. The losing side only cancels.
-   */
-  private final class AsyncDecision extends CompletableFuture<Decision> implements DeadlineTimer.Task, BiConsumer<StepResult, Throwable> {
-    private final P plan;
-    private final Policy p;
-    private final String key;
-    private final long permits;
-    private final long now;
-    private final AtomicBoolean settled = new AtomicBoolean();
-    private final long start = nanoTime();
-    private volatile DeadlineTimer.Timeout timer;
-    private volatile CompletableFuture<StepResult> inflight;
-    private Lanes.Lane lane; // set when this decision leads a lane
-    private volatile Lanes.Waiter queued; // set when it waits in one
-
-    AsyncDecision(P plan, Policy p, String key, long permits, long now) {
-      this.plan = plan;
-      this.p = p;
-      this.key = key;
-      this.permits = permits;
-      this.now = now;
-    }
-
-    AsyncDecision start(boolean coalesce) {
-      timer = DeadlineTimer.shared().schedule(this, System.nanoTime() + timeoutNanos);
-      if (coalesce) {
-        Lanes.Waiter w = new Lanes.Waiter(permits, now, start + timeoutNanos) {
-          @Override void done(StepResult r, Throwable error) {
-            settle(r, error, false);
-          }
-        };
-        queued = w;
-        lane = lanes.enter(new LaneId(p, key), w);
-        if (lane == null) {
-          return this; // a batch will decide it
-        }
-        queued = null;
-      }
-      CompletableFuture<StepResult> f;
-      try {
-        f = stepAsync(plan, Step.ACQUIRE, key, permits, 0, now, start + timeoutNanos);
-      } catch (IllegalArgumentException e) {
-        timer.cancel();
-        if (lane != null) {
-          handOff(plan, p, key, lane);
-        }
-        throw e; // a programmer error, thrown at once as from the sync path
-      } catch (RuntimeException e) {
-        accept(null, e); // a backend closing under us: a failure decision, never a throw
-        return this;
-      }
-      inflight = f;
-      f.whenComplete(this);
-      return this;
-    }
-
-    /** Its own store call finished (or was cancelled at the deadline): decide, then hand the lane on. */
-    @Override public void accept(StepResult r, Throwable e) {
-      settle(r, e, true);
-      if (lane != null) {
-        handOff(plan, p, key, lane);
-      }
-    }
-
-    /** Decides from its own store call ({@code ownCall}) or from the batch it went in (reported once, for the batch). */
-    void settle(StepResult r, Throwable e, boolean ownCall) {
-      if (!settled.compareAndSet(false, true)) {
-        return;
-      }
-      DeadlineTimer.Timeout t = timer;
-      if (t != null) {
-        t.cancel();
-      }
-      Throwable error = e == null ? null : unwrap(e);
-      if (ownCall && !reportsOwnStoreCalls()) {
-        listener.onStoreCall(p, nanoTime() - start, error);
-      }
-      Decision d = r != null ? toDecision(r, p, Step.ACQUIRE, key, permits, now)
-          : failed(p, Step.ACQUIRE, key, permits, classify(error), error, now);
-      complete(finish(d, key));
-    }
-
-    /** The deadline passed first. */
-    @Override public void expire() {
-      if (!settled.compareAndSet(false, true)) {
-        return;
-      }
-      Lanes.Waiter w = queued;
-      if (w != null) {
-        lanes.withdraw(w); // still queued: it never reaches the store; already in a batch: its result is dropped
-      }
-      CompletableFuture<StepResult> f = inflight;
-      if (f != null) {
-        f.cancel(false);
-      }
-      TimeoutException te = new TimeoutException("store call deadline of " + Duration.ofNanos(timeoutNanos) + " passed");
-      if (w == null && !reportsOwnStoreCalls()) { // a request that waited in a lane made no call of its own
-        listener.onStoreCall(p, nanoTime() - start, te);
-      }
-      complete(finish(failed(p, Step.ACQUIRE, key, permits, Reason.TIMEOUT, te, now), key));
-    }
   }
 
   /**

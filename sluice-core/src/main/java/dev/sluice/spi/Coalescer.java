@@ -1,0 +1,222 @@
+package dev.sluice.spi;
+
+import dev.sluice.Decision;
+import dev.sluice.Policy;
+import dev.sluice.Reason;
+import dev.sluice.internal.DeadlineTimer;
+import dev.sluice.spi.StoreBackedRateLimiter.Step;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Request coalescing for a {@link StoreBackedRateLimiter} whose backend decides batches: acquires
+ * for one budget that arrive while a store call for it is in flight wait in its lane ({@link Lanes}),
+ * then leave together as one batch, decided by one {@link StoreBackedRateLimiter#stepBatch} in
+ * arrival order at one instant. This class assembles the batches (dropping requests whose deadline
+ * passed while they queued), dispatches them (on the oldest waiting caller's thread, or without a
+ * thread on a backend that {@link StoreBackedRateLimiter#stepsAsync steps asynchronously}) and
+ * withdraws a request at its deadline; the pipeline maps each request's share to its decision.
+ *
+ * @param <P> the backend's compiled policy
+ */
+final class Coalescer<P> {
+  private static final long PARK_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+
+  /** The budget a lane serves: the policy (its name and numbers: one plan) and the key. */
+  private record LaneId(Policy policy, String key) { }
+
+  private final StoreBackedRateLimiter<P> owner;
+  private final Lanes lanes;
+
+  Coalescer(StoreBackedRateLimiter<P> owner, int maxBatch) {
+    this.owner = owner;
+    this.lanes = new Lanes(maxBatch);
+  }
+
+  /** Joins the lane of {@code p} and {@code key}: the lane when {@code w} leads, null when it was queued ({@link Lanes#enter}). */
+  Lanes.Lane enter(Policy p, String key, Lanes.Waiter w) {
+    return lanes.enter(new LaneId(p, key), w);
+  }
+
+  /** Withdraws {@code w} at its deadline: true when it will never reach the store ({@link Lanes#withdraw}). */
+  boolean withdraw(Lanes.Waiter w) {
+    return lanes.withdraw(w);
+  }
+
+  /** A synchronous acquire: leads when nothing is in flight for its budget, else waits its turn. */
+  Decision acquire(P plan, Policy p, String key, long permits, long now) {
+    SyncWaiter w = new SyncWaiter(permits, now, owner.nanoTime() + owner.timeoutNanos());
+    Lanes.Lane lane = enter(p, key, w);
+    if (lane != null) {
+      try {
+        return owner.decide(plan, p, Step.ACQUIRE, key, permits, now);
+      } finally {
+        handOff(plan, p, key, lane);
+      }
+    }
+    boolean interrupted = false;
+    try {
+      while (!w.finished) {
+        Lanes.Waiter[] batch = w.toRun;
+        if (batch != null) {
+          w.toRun = null;
+          runBatch(plan, p, key, batch); // completes w too
+          continue;
+        }
+        long left = w.deadline - owner.nanoTime();
+        if (left <= 0 && (lanes.withdraw(w) || owner.stepsAsync())) {
+          // Withdrawn: it never reaches the store. Else its batch is in flight and may count, as any
+          // call past its deadline may. (Without an async store its batch runs on a thread whose
+          // deadline is earlier, so it waits for that.)
+          TimeoutException te = new TimeoutException("store call deadline of " + Duration.ofNanos(owner.timeoutNanos()) + " passed");
+          return owner.failed(p, Step.ACQUIRE, key, permits, Reason.TIMEOUT, te, now);
+        }
+        LockSupport.parkNanos(owner, Math.max(1_000_000L, Math.min(left, PARK_SLICE_NANOS)));
+        interrupted |= Thread.interrupted(); // restored on return; parking goes on until the deadline
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    return w.error == null ? owner.toDecision(w.result, p, Step.ACQUIRE, key, permits, now)
+        : owner.failed(p, Step.ACQUIRE, key, permits, owner.classify(w.error), w.error, now);
+  }
+
+  /** After a call of {@code lane} finished: the next batch goes to the store, or the lane goes idle. */
+  void handOff(P plan, Policy p, String key, Lanes.Lane lane) {
+    Lanes.Waiter[] batch;
+    do {
+      batch = unexpired(lanes.next(lane));
+    } while (batch != null && batch.length == 0);
+    if (batch == null) {
+      return;
+    }
+    if (owner.stepsAsync()) {
+      runBatchAsync(plan, p, key, batch);
+    } else {
+      batch[0].run(batch); // the oldest waiting caller runs it on its thread: this one returns now
+    }
+  }
+
+  /**
+   * {@code batch} without the requests whose deadline passed while they queued: those are told
+   * {@link Reason#TIMEOUT} and never reach the store.
+   */
+  private Lanes.Waiter[] unexpired(Lanes.Waiter[] batch) {
+    if (batch == null) {
+      return null;
+    }
+    long t = owner.nanoTime();
+    int live = 0;
+    for (Lanes.Waiter w : batch) {
+      if (w.deadline - t > 0) {
+        batch[live++] = w;
+      } else {
+        w.done(null, new TimeoutException("the deadline passed while waiting behind a store call for the same key"));
+      }
+    }
+    return live == batch.length ? batch : Arrays.copyOf(batch, live);
+  }
+
+  /** The instant a batch is decided at: its latest reading (or the store's clock). */
+  private static long batchNow(Lanes.Waiter[] batch) {
+    long now = StoreBackedRateLimiter.STORE_CLOCK;
+    for (Lanes.Waiter w : batch) {
+      now = Math.max(now, w.now);
+    }
+    return now;
+  }
+
+  private static long[] permitsOf(Lanes.Waiter[] batch) {
+    long[] permits = new long[batch.length];
+    for (int i = 0; i < batch.length; i++) {
+      permits[i] = batch[i].permits;
+    }
+    return permits;
+  }
+
+  /**
+   * Runs {@code batch} on this thread, its oldest waiter's, by that waiter's deadline (the earliest:
+   * a later waiter whose share the store did not decide in time is told {@link Reason#TIMEOUT}
+   * early rather than holding this thread past its own deadline), then hands the lane on.
+   */
+  private void runBatch(P plan, Policy p, String key, Lanes.Waiter[] batch) {
+    long start = owner.nanoTime();
+    StepResult[] rs = null;
+    Throwable error = null;
+    try {
+      rs = owner.stepBatch(plan, key, permitsOf(batch), batchNow(batch), batch[0].deadline);
+    } catch (Exception e) {
+      error = StoreBackedRateLimiter.caught(e);
+    }
+    owner.reportStoreCall(p, start, error);
+    complete(batch, rs, error);
+    handOff(plan, p, key, batch[0].lane);
+  }
+
+  /**
+   * Runs {@code batch} without holding a thread, cancelled at its youngest request's deadline; each
+   * request times out at its own deadline meanwhile.
+   */
+  private void runBatchAsync(P plan, Policy p, String key, Lanes.Waiter[] batch) {
+    long start = owner.nanoTime();
+    long deadline = batch[batch.length - 1].deadline;
+    CompletableFuture<StepResult[]> f;
+    try {
+      f = owner.stepBatchAsync(plan, key, permitsOf(batch), batchNow(batch), deadline);
+    } catch (RuntimeException e) {
+      f = CompletableFuture.failedFuture(e);
+    }
+    CompletableFuture<StepResult[]> call = f;
+    DeadlineTimer.Timeout timer = DeadlineTimer.shared().schedule(() -> call.cancel(false),
+        System.nanoTime() + Math.max(0, deadline - owner.nanoTime()));
+    call.whenComplete((rs, e) -> {
+      timer.cancel();
+      Throwable error = e == null ? null : e instanceof CancellationException
+          ? new TimeoutException("store call deadline passed") : StoreBackedRateLimiter.unwrap(e);
+      owner.reportStoreCall(p, start, error);
+      complete(batch, rs, error);
+      handOff(plan, p, key, batch[0].lane);
+    });
+  }
+
+  private static void complete(Lanes.Waiter[] batch, StepResult[] rs, Throwable error) {
+    if (error == null && (rs == null || rs.length != batch.length)) {
+      error = new StoreException("a batch of " + batch.length + " got " + (rs == null ? "no" : rs.length) + " results");
+    }
+    for (int i = 0; i < batch.length; i++) {
+      batch[i].done(error == null ? rs[i] : null, error);
+    }
+  }
+
+  /** A synchronous acquire waiting in a lane: woken with its result, or with a batch to run. */
+  private static final class SyncWaiter extends Lanes.Waiter {
+    private final Thread thread = Thread.currentThread();
+    volatile boolean finished;
+    volatile StepResult result;
+    volatile Throwable error;
+    volatile Lanes.Waiter[] toRun;
+
+    SyncWaiter(long permits, long now, long deadline) {
+      super(permits, now, deadline);
+    }
+
+    @Override void done(StepResult r, Throwable e) {
+      result = r;
+      error = e;
+      finished = true;
+      LockSupport.unpark(thread);
+    }
+
+    @Override void run(Lanes.Waiter[] batch) {
+      toRun = batch;
+      LockSupport.unpark(thread);
+    }
+  }
+}
