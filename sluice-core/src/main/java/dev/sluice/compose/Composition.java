@@ -89,6 +89,10 @@ import java.util.function.IntFunction;
  * {@link #policy()} is the first leg's policy. Each leg decides under its own policy, so a per-call
  * policy override other than {@link #policy()} is refused with {@link IllegalArgumentException}:
  * override on a leg, or compose a limiter for the other policy.
+ *
+ * <p>This file is over 500 lines because it is the public face (every {@link RateLimiter} method, with
+ * its contract) and its public nested {@link Builder}; the decision itself is in the package-private
+ * {@code AllOf}, {@code SharedFirst} and {@code LegSet}.
  */
 public final class Composition implements ClockedRateLimiter, AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Composition.class.getName());

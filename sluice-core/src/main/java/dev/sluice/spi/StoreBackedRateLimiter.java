@@ -56,6 +56,10 @@ import java.util.concurrent.TimeoutException;
  * A budget is its policy's name and the key: a backend keys its state by those two alone, so a
  * per-call override with the same name and other numbers applies them to the existing state.
  *
+ * <p>This file is over 500 lines because it is the SPI a backend implements (each protected method
+ * with its contract) and its public nested {@link Builder}; coalescing and the asynchronous decision
+ * are in the package-private {@code Coalescer} and {@code AsyncDecision}.
+ *
  * @param <P> what the backend compiles a policy into (a script and its arguments, a statement)
  */
 public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
