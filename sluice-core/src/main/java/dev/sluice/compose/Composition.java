@@ -163,7 +163,7 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     }
     Policy p = keyedPolicy;
     if (p == null) {
-      p = legsFor(null).policies[0];
+      p = defaultSlot().policies[0];
       keyedPolicy = p;
     }
     return p;
@@ -446,7 +446,16 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     if (key != null) {
       Checks.key(key);
     }
-    LegSet s = table.forKey(key);
+    return slot(table.indexOf(key));
+  }
+
+  /** The default slot's legs (a keyed composition's policy is its first leg's). */
+  private LegSet defaultSlot() {
+    return slot(table.slots());
+  }
+
+  private LegSet slot(int index) {
+    LegSet s = table.at(index);
     if (s == null) {
       throw new IllegalStateException("this composition is closed");
     }
