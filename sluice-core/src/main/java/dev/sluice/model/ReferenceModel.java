@@ -98,6 +98,9 @@ public final class ReferenceModel {
    * settlement debt included) after it; each rounded up by 1 us, the same on every backend.
    */
   public static boolean tooFarAhead(Algorithm alg, long[] st, long now) {
+    if (st[0] - now <= Checks.CLOCK_TOLERANCE_MICROS) {
+      return false; // every horizon is at least the tolerance: the common case takes no division
+    }
     long horizon = Checks.CLOCK_TOLERANCE_MICROS;
     if (alg instanceof Gcra g) {
       horizon += 2 * (g.burst() * g.periodMicros() / g.rate()) + 1; // a TAT with settlement debt (at most 2 bursts)
@@ -404,7 +407,7 @@ public final class ReferenceModel {
   }
 
   /** Scaled tokens at {@code now} (or at the state's time if the clock is behind it). */
-  private static long refill(TokenBucket tb, long[] st, long now) {
+  static long refill(TokenBucket tb, long[] st, long now) {
     long full = tb.capacity() * tb.refillPeriodMicros();
     if (st[0] == 0) {
       return full;
@@ -414,8 +417,11 @@ public final class ReferenceModel {
     if (elapsed <= 0) {
       return s;
     }
-    long toFull = ceilDiv(full - s, tb.refillTokens());
-    return elapsed >= toFull ? full : s + elapsed * tb.refillTokens();
+    // Full once elapsed >= ceil((full - s) / R), that is once elapsed R >= full - s: tested without
+    // the division, which dominated a refusal's cost; a product past 2^63 is past any gap.
+    long r = tb.refillTokens();
+    long added = elapsed * r;
+    return Math.multiplyHigh(elapsed, r) != 0 || added < 0 || added >= full - s ? full : s + added;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -453,8 +459,16 @@ public final class ReferenceModel {
   }
 
   /** Whether the arrival time is more than cap / Q ahead of now, which puts the debt over cap. */
-  private static boolean debtOverCap(Gcra g, long[] st, long now) {
-    return st[0] != 0 && st[0] - now > g.burst() * g.periodMicros() / g.rate();
+  static boolean debtOverCap(Gcra g, long[] st, long now) {
+    long ahead = st[0] - now;
+    if (st[0] == 0 || ahead <= 0) {
+      return false;
+    }
+    // ahead > floor(B P / Q) exactly when ahead Q > B P: no division on every step; a product past
+    // 2^63 is past any cap.
+    long q = g.rate();
+    long owed = ahead * q;
+    return Math.multiplyHigh(ahead, q) != 0 || owed < 0 || owed > g.burst() * g.periodMicros();
   }
 
   private static long gcraDebt(Gcra g, long[] st, long now) {

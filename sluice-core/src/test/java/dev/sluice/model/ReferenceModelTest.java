@@ -4,8 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Algorithm;
 import dev.sluice.Policy;
+import java.math.BigInteger;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.Objects;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -147,6 +149,79 @@ class ReferenceModelTest {
   }
 
   // ---- Examples at the edges ----------------------------------------------------------------
+
+  /**
+   * The refill, the GCRA cap test and the far-future test take no division on the common path (a
+   * refusal's cost was mostly its divisions); each still equals its definition, computed here in
+   * exact arithmetic over the whole range a policy and a state may take.
+   */
+  @Property(tries = 3000)
+  void theDivisionFreeStepsEqualTheirDefinitions(@ForAll("wideBuckets") Algorithm.TokenBucket tb,
+      @ForAll("wideGcras") Algorithm.Gcra g, @ForAll("clocks") long now, @ForAll("clocks") long at,
+      @ForAll("fractions") double fill) {
+    long full = tb.capacity() * tb.refillPeriodMicros();
+    long[] bucket = {at, (long) (fill * 2 * full) - full}; // from a capacity in debt to full
+    BigInteger gap = BigInteger.valueOf(full - bucket[1]);
+    long elapsed = now - at;
+    long expected = elapsed <= 0 ? bucket[1]
+        : BigInteger.valueOf(elapsed).multiply(BigInteger.valueOf(tb.refillTokens())).compareTo(gap) >= 0 ? full
+        : bucket[1] + elapsed * tb.refillTokens();
+    assertThat(ReferenceModel.refill(tb, bucket, now)).isEqualTo(expected);
+
+    long toFull = -Math.floorDiv(-(full - bucket[1]), tb.refillTokens()); // the first elapsed that fills it
+    if (toFull > 1 && now - toFull > 0) {
+      assertThat(ReferenceModel.refill(tb, new long[] {now - toFull, bucket[1]}, now)).isEqualTo(full);
+      assertThat(ReferenceModel.refill(tb, new long[] {now - toFull + 1, bucket[1]}, now))
+          .isEqualTo(bucket[1] + (toFull - 1) * tb.refillTokens()).isLessThan(full);
+    }
+
+    long[] gcra = {at, (long) (fill * (g.rate() - 1))};
+    long drain = g.burst() * g.periodMicros() / g.rate(); // how far ahead a full burst puts the TAT
+    assertThat(ReferenceModel.debtOverCap(g, gcra, now)).isEqualTo(at - now > drain);
+    assertThat(ReferenceModel.debtOverCap(g, new long[] {now + drain, gcra[1]}, now)).isFalse();
+    assertThat(ReferenceModel.debtOverCap(g, new long[] {now + drain + 1, gcra[1]}, now)).isTrue();
+
+    for (Algorithm alg : new Algorithm[] {tb, g}) {
+      long horizon = dev.sluice.internal.Checks.CLOCK_TOLERANCE_MICROS + (alg == tb
+          ? tb.capacity() * tb.refillPeriodMicros() / tb.refillTokens() + 1
+          : 2 * (g.burst() * g.periodMicros() / g.rate()) + 1);
+      assertThat(ReferenceModel.tooFarAhead(alg, new long[] {at, 0}, now)).isEqualTo(at - now > horizon);
+    }
+  }
+
+  /** Token buckets and GCRA limits across the range a policy may take (out-of-bounds draws are skipped). */
+  @Provide
+  Arbitrary<Algorithm.TokenBucket> wideBuckets() {
+    return Combinators.combine(Arbitraries.longs().between(1, 1L << 36), Arbitraries.longs().between(1, 1L << 36),
+            Arbitraries.longs().between(1_000, 1L << 40))
+        .as((c, r, p) -> orNull(() -> new Algorithm.TokenBucket(c, r, p))).filter(Objects::nonNull);
+  }
+
+  @Provide
+  Arbitrary<Algorithm.Gcra> wideGcras() {
+    return Combinators.combine(Arbitraries.longs().between(1, 1L << 36), Arbitraries.longs().between(1_000, 1L << 34),
+            Arbitraries.longs().between(1, 1L << 16))
+        .as((r, p, b) -> orNull(() -> new Algorithm.Gcra(r, p, b))).filter(Objects::nonNull);
+  }
+
+  private static <T> T orNull(java.util.function.Supplier<T> make) {
+    try {
+      return make.get();
+    } catch (IllegalArgumentException outOfBounds) {
+      return null;
+    }
+  }
+
+  @Provide
+  Arbitrary<Long> clocks() {
+    return Arbitraries.oneOf(Arbitraries.longs().between(1, dev.sluice.internal.Checks.MAX_CLOCK),
+        Arbitraries.longs().between(T0 - 10 * W, T0 + 10 * W));
+  }
+
+  @Provide
+  Arbitrary<Double> fractions() {
+    return Arbitraries.doubles().between(0, 1);
+  }
 
   @Test
   void fixedWindowOpensOnTheFirstHitAndAdmitsTwiceTheLimitAcrossItsBoundary() {
