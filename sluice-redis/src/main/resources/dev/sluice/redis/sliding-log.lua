@@ -20,8 +20,8 @@ if kind == 'string' then
 elseif kind == 'zset' then
   local flat = redis.call('ZRANGEBYSCORE', key, '(' .. str(now - w), '+inf', 'WITHSCORES')
   for i = 1, #flat, 2 do
-    local t, p = string.match(flat[i], '^(%d%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?):(%d%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?%d?)$')
-    if t == nil then
+    local t, p = string.match(flat[i], '^(%d+):(%d+)$')
+    if t == nil or #t > 16 or #p > 16 then -- at most 16 digits a field, as the prelude's load()
       return CORRUPT
     end
     t, p = tonumber(t), tonumber(p)
