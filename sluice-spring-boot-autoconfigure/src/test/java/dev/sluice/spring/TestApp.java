@@ -3,9 +3,6 @@ package dev.sluice.spring;
 import dev.sluice.guard.RateLimitExceededException;
 import java.util.concurrent.atomic.LongAdder;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
-import org.springframework.boot.web.embedded.netty.NettyReactiveWebServerFactory;
-import org.springframework.context.annotation.Bean;
 import org.springframework.http.ResponseEntity;
 import org.springframework.stereotype.Service;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -15,19 +12,12 @@ import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 import reactor.core.publisher.Mono;
 
-/** The application the tests start: the same controllers serve Spring MVC and WebFlux. */
+/**
+ * The application the tests start: the same controllers serve Spring MVC and WebFlux (on Reactor
+ * Netty: {@code ReactiveServer}, one file per Spring Boot line).
+ */
 @SpringBootApplication
 public class TestApp {
-  /**
-   * WebFlux on Reactor Netty, whose event loops must never block (Tomcat, on the class path for the
-   * MVC tests, would otherwise serve WebFlux too, on threads that may block).
-   */
-  @Bean
-  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
-  NettyReactiveWebServerFactory nettyReactiveWebServerFactory() {
-    return new NettyReactiveWebServerFactory();
-  }
-
   /** Endpoints behind the HTTP rules and the annotations. */
   @RestController
   static class Api {
