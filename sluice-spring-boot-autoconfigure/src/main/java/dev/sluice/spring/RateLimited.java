@@ -48,7 +48,9 @@ public @interface RateLimited {
   /**
    * A method of the same bean with the annotated method's parameters plus a last parameter of type
    * {@link RateLimitExceededException} (or a supertype), called instead when the call is refused;
-   * it must return what the annotated method returns. Empty: the refusal is thrown.
+   * it must return what the annotated method returns (a {@code Mono} for a {@code Mono} method;
+   * another type is an {@code IllegalStateException} at the first call, naming both types). Empty:
+   * the refusal is thrown.
    */
   String fallbackMethod() default "";
 

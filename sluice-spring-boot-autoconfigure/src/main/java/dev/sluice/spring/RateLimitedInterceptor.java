@@ -71,14 +71,15 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     if (plan.reactive) {
       return Reactive.invoke(plan.acquireAsync(ctx), mi, plan);
     }
-    return proceedOrRefuse(plan.acquire(ctx), mi, plan);
+    Decision d = plan.acquire(ctx);
+    if (!d.allowed()) {
+      return refuse(d, mi, plan);
+    }
+    return mi.proceed();
   }
 
-  /** The call's outcome once decided: the method, the fallback, or the refusal thrown. */
-  static Object proceedOrRefuse(Decision d, MethodInvocation mi, Plan plan) throws Throwable {
-    if (d.allowed()) {
-      return mi.proceed();
-    }
+  /** A refused call's outcome: the fallback's result, or the refusal thrown. */
+  static Object refuse(Decision d, MethodInvocation mi, Plan plan) throws Throwable {
     RateLimitExceededException refusal = new RateLimitExceededException(d);
     if (plan.fallback == null) {
       throw refusal;
@@ -95,13 +96,18 @@ final class RateLimitedInterceptor implements MethodInterceptor {
 
   /**
    * Methods returning a {@code Mono}: decided with the limiters' async methods when the Mono is
-   * subscribed, so that a WebFlux handler never waits on a store on its event loop.
+   * subscribed, so that a WebFlux handler never waits on a store on its event loop. A refusal is the
+   * fallback's Mono (its return type is checked to be a Mono when the plan is made) or the error.
    */
   private static final class Reactive {
+    @SuppressWarnings("unchecked")
     static Object invoke(Supplier<CompletionStage<Decision>> decision, MethodInvocation mi, Plan plan) {
       return Mono.fromCompletionStage(decision).flatMap(d -> {
         try {
-          return (Mono<?>) proceedOrRefuse(d, mi, plan);
+          if (!d.allowed()) {
+            return (Mono<Object>) refuse(d, mi, plan);
+          }
+          return (Mono<Object>) mi.proceed();
         } catch (Throwable t) {
           return Mono.error(t);
         }
@@ -159,16 +165,26 @@ final class RateLimitedInterceptor implements MethodInterceptor {
 
     private Method fallback(Class<?> targetClass, String name, String where) {
       Class<?>[] params = method.getParameterTypes();
+      Class<?> returns = ClassUtils.resolvePrimitiveIfNecessary(method.getReturnType());
+      Method wrongType = null;
       for (Method m : targetClass.getDeclaredMethods()) {
         Class<?>[] ps = m.getParameterTypes();
         if (m.getName().equals(name) && ps.length == params.length + 1
             && Arrays.equals(ps, 0, params.length, params, 0, params.length)
-            && ps[params.length].isAssignableFrom(RateLimitExceededException.class)
-            && ClassUtils.resolvePrimitiveIfNecessary(method.getReturnType())
-                .isAssignableFrom(ClassUtils.resolvePrimitiveIfNecessary(m.getReturnType()))) {
-          m.setAccessible(true);
-          return m;
+            && ps[params.length].isAssignableFrom(RateLimitExceededException.class)) {
+          if (returns.isAssignableFrom(ClassUtils.resolvePrimitiveIfNecessary(m.getReturnType()))) {
+            m.setAccessible(true);
+            return m;
+          }
+          wrongType = m;
         }
+      }
+      if (wrongType != null) {
+        throw new IllegalStateException(where + ": fallbackMethod '" + name + "' returns "
+            + wrongType.getReturnType().getSimpleName() + ", but " + method.getName() + " returns "
+            + method.getReturnType().getSimpleName() + " and a refusal answers with the fallback's result; "
+            + "make " + name + " return " + method.getReturnType().getSimpleName()
+            + (reactive ? " (for example Mono.just(...))" : ""));
       }
       throw new IllegalStateException(where + ": fallbackMethod '" + name + "' not found; declare " + name + "("
           + String.join(", ", Arrays.stream(params).map(Class::getSimpleName).toList())

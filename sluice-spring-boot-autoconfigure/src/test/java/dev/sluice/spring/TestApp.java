@@ -78,6 +78,11 @@ public class TestApp {
       return greeter.greetLater(user);
     }
 
+    @GetMapping("/reactive-or-busy/{user}")
+    Mono<String> reactiveOrBusy(@PathVariable String user) {
+      return greeter.greetLaterOrBusy(user);
+    }
+
     /** Blocks on purpose: the WebFlux test's proof that its blocking detector sees a blocking call. */
     @GetMapping("/sleep")
     String sleep() throws InterruptedException {
@@ -119,6 +124,28 @@ public class TestApp {
     @RateLimited(policy = "per-user", key = "'later:' + #user")
     public Mono<String> greetLater(String user) {
       return Mono.just("hello later " + user);
+    }
+
+    @RateLimited(policy = "per-user", key = "'later-busy:' + #user", fallbackMethod = "busyLater")
+    public Mono<String> greetLaterOrBusy(String user) {
+      return Mono.just("hello later " + user);
+    }
+
+    Mono<String> busyLater(String user, RateLimitExceededException refused) {
+      return Mono.just("busy later " + user + " (" + refused.policyName() + ")");
+    }
+  }
+
+  /** A Mono method whose fallback returns the wrong type. */
+  @Service
+  public static class Miswired {
+    @RateLimited(policy = "per-user", key = "'miswired:' + #user", fallbackMethod = "plain")
+    public Mono<String> later(String user) {
+      return Mono.just(user);
+    }
+
+    String plain(String user, RateLimitExceededException refused) {
+      return "busy";
     }
   }
 

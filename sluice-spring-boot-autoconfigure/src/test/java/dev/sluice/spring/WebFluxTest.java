@@ -2,24 +2,28 @@ package dev.sluice.spring;
 
 import static dev.sluice.spring.EventLoops.BLOCKED;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.net.http.HttpResponse;
 import java.util.UUID;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 
 /**
  * The WebFlux application (Reactor Netty, random port) on the memory store: the rules' WebFilter and
- * a {@code Mono} method under {@code @RateLimited}, with BlockHound recording every blocking call on
- * an event-loop thread. None may be made; a handler that sleeps on purpose proves the detector is on.
+ * {@code Mono} methods under {@code @RateLimited} (decided, and answered by a fallback's Mono), with
+ * BlockHound recording every blocking call on an event-loop thread. None may be made; a handler that
+ * sleeps on purpose proves the detector is on.
  */
 @SpringBootTest(classes = TestApp.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
     properties = "spring.main.web-application-type=reactive")
 class WebFluxTest {
   @LocalServerPort int port;
+  @Autowired TestApp.Miswired miswired;
   Client client;
   final String id = UUID.randomUUID().toString();
 
@@ -65,5 +69,24 @@ class WebFluxTest {
     assertThat(refused.headers().firstValue("RateLimit-Policy")).hasValue("\"per-user\";q=2;w=3600");
     assertThat(Client.json(refused).get("policy").asText()).isEqualTo("per-user");
     assertThat(BLOCKED).isEmpty();
+  }
+
+  @Test void aMonoMethodsFallbackAnswersARefusalWithItsMonoAndNothingBlocks() {
+    for (int i = 0; i < 2; i++) {
+      HttpResponse<String> ok = client.get("/reactive-or-busy/" + id);
+      assertThat(ok.statusCode()).isEqualTo(200);
+      assertThat(ok.body()).isEqualTo("hello later " + id);
+    }
+    HttpResponse<String> refused = client.get("/reactive-or-busy/" + id);
+    assertThat(refused.statusCode()).isEqualTo(200);
+    assertThat(refused.body()).isEqualTo("busy later " + id + " (per-user)");
+    assertThat(BLOCKED).isEmpty();
+  }
+
+  @Test void aMonoMethodsFallbackOfAnotherTypeIsAnErrorNamingBothTypes() {
+    assertThatThrownBy(() -> miswired.later(id)).isInstanceOf(IllegalStateException.class)
+        .hasMessage("@RateLimited on dev.sluice.spring.TestApp$Miswired.later: fallbackMethod 'plain' returns String, "
+            + "but later returns Mono and a refusal answers with the fallback's result; make plain return Mono "
+            + "(for example Mono.just(...))");
   }
 }
