@@ -83,6 +83,16 @@ public class TestApp {
       return greeter.greetLaterOrBusy(user);
     }
 
+    @GetMapping("/complete/{tenant}")
+    String complete(@PathVariable String tenant, @RequestParam long max, @RequestParam long used) {
+      return Long.toString(greeter.complete(tenant, max, used).tokens());
+    }
+
+    @GetMapping("/complete-later/{tenant}")
+    Mono<String> completeLater(@PathVariable String tenant, @RequestParam long max, @RequestParam long used) {
+      return greeter.completeLater(tenant, max, used).map(u -> Long.toString(u.tokens()));
+    }
+
     /** Blocks on purpose: the WebFlux test's proof that its blocking detector sees a blocking call. */
     @GetMapping("/sleep")
     String sleep() throws InterruptedException {
@@ -134,7 +144,34 @@ public class TestApp {
     Mono<String> busyLater(String user, RateLimitExceededException refused) {
       return Mono.just("busy later " + user + " (" + refused.policyName() + ")");
     }
+
+    /** An LLM call's shape: reserve the most it may cost, settle what it used. */
+    @RateLimited(policy = "tokens", key = "#tenant", permits = "#max", cost = "#result.tokens")
+    public Usage complete(String tenant, long max, long used) {
+      return new Usage(used);
+    }
+
+    @RateLimited(policy = "tokens", key = "#tenant", permits = "#max", cost = "#result.tokens")
+    public Mono<Usage> completeLater(String tenant, long max, long used) {
+      return Mono.just(new Usage(used));
+    }
+
+    /** Two limits, calls and tokens: only the tokens leg has a cost. */
+    @RateLimited(policy = "token-calls", key = "#tenant")
+    @RateLimited(policy = "tokens", key = "#tenant", permits = "#max", cost = "#result.tokens")
+    public Usage completeTwice(String tenant, long max, long used) {
+      return new Usage(used);
+    }
+
+    /** A cost expression that fails on every call (no such property). */
+    @RateLimited(policy = "tokens", key = "#tenant", permits = "#max", cost = "#result.missing")
+    public Usage completeBadCost(String tenant, long max, long used) {
+      return new Usage(used);
+    }
   }
+
+  /** What a costed call returns. */
+  public record Usage(long tokens) {}
 
   /** A Mono method whose fallback returns the wrong type. */
   @Service

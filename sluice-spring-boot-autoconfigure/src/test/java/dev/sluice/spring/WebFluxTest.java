@@ -4,25 +4,28 @@ import static dev.sluice.spring.EventLoops.BLOCKED;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.sluice.RateLimiter;
 import java.net.http.HttpResponse;
 import java.util.UUID;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 
 /**
  * The WebFlux application (Reactor Netty, random port) on the memory store: the rules' WebFilter and
- * {@code Mono} methods under {@code @RateLimited} (decided, and answered by a fallback's Mono), with
- * BlockHound recording every blocking call on an event-loop thread. None may be made; a handler that
- * sleeps on purpose proves the detector is on.
+ * {@code Mono} methods under {@code @RateLimited} (decided, answered by a fallback's Mono, settled at
+ * their cost), with BlockHound recording every blocking call on an event-loop thread. None may be
+ * made; a handler that sleeps on purpose proves the detector is on.
  */
 @SpringBootTest(classes = TestApp.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
     properties = "spring.main.web-application-type=reactive")
 class WebFluxTest {
   @LocalServerPort int port;
+  @Autowired @Qualifier("tokens") RateLimiter tokens;
   @Autowired TestApp.Miswired miswired;
   Client client;
   final String id = UUID.randomUUID().toString();
@@ -88,5 +91,18 @@ class WebFluxTest {
         .hasMessage("@RateLimited on dev.sluice.spring.TestApp$Miswired.later: fallbackMethod 'plain' returns String, "
             + "but later returns Mono and a refusal answers with the fallback's result; make plain return Mono "
             + "(for example Mono.just(...))");
+  }
+
+  @Test void aMonoMethodsCostSettlesOnTheEmittedValueAndNothingBlocks() {
+    long used = 0;
+    for (long u : new long[] {37, 100, 0, 150, 1}) {
+      HttpResponse<String> r = client.get("/complete-later/" + id + "?max=100&used=" + u);
+      assertThat(r.statusCode()).isEqualTo(200);
+      assertThat(r.body()).isEqualTo(Long.toString(u));
+      used += u;
+    }
+    // Each call reserved 100; the settlement ran before the value went on, so the count is exact now.
+    assertThat(tokens.policy().limit() - tokens.peek(id).remaining()).isEqualTo(used);
+    assertThat(BLOCKED).isEmpty();
   }
 }
