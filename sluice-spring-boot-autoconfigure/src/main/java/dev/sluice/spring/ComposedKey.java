@@ -4,17 +4,38 @@ import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticket;
+import dev.sluice.compose.Composition;
 import java.util.concurrent.CompletionStage;
 
 /**
  * Lets a {@code Composition} (one key and one permit count for all its legs) charge each of several
  * {@link RateLimited} annotations its own key and permits: the composition is asked about one
  * composed key that carries every leg's permits and key, length-prefixed so that no key can forge
- * another's part, and each leg reads its own part back.
+ * another's part, and each leg reads its own part back. A settlement, where the composition gives
+ * every leg one actual, likewise gives each leg its own ({@link #settle}).
  */
 final class ComposedKey {
+  /** A leg's actual that keeps its reservation: it settles at what it reserved (no store call). */
+  static final long KEEP = -1;
+  /** The legs' own actuals while {@link #settle} runs (the composition settles its legs on the caller's thread). */
+  private static final ThreadLocal<long[]> ACTUALS = new ThreadLocal<>();
+
   private ComposedKey() {}
+
+  /**
+   * Settles a composed ticket, every leg at its own actual ({@link #KEEP}: at its reservation), each
+   * through its own ticket as {@code Composition.settle} does it.
+   */
+  static Settlement settle(Composition composition, Ticket composed, long[] actuals) {
+    ACTUALS.set(actuals);
+    try {
+      return composition.settle(composed, 0); // 0 only passes the composition's range check; each leg reads its own
+    } finally {
+      ACTUALS.remove();
+    }
+  }
 
   /** {@code permits;length:key} for every leg, in order. */
   static String of(String[] keys, long[] permits) {
@@ -77,6 +98,12 @@ final class ComposedKey {
 
     @Override public Refund refund(Ticket ticket) {
       return target.refund(ticket);
+    }
+
+    @Override public Settlement settle(Ticket ticket, long actualPermits) {
+      long[] actuals = ACTUALS.get();
+      long actual = actuals == null ? actualPermits : actuals[index];
+      return target.settle(ticket, actual == KEEP ? ticket.permits() : actual);
     }
 
     @Override public void reset(String key, Policy policy) {

@@ -46,9 +46,23 @@ public @interface RateLimited {
   String permits() default "1";
 
   /**
+   * The call's actual cost, a SpEL expression evaluated after the method returned, over the
+   * arguments and its return value {@code #result} (for a {@code Mono}, the value it emits): e.g.
+   * {@code "#result.usage.totalTokens"}. The {@link #permits()} reserved before the call are settled
+   * to it ({@code RateLimiter.settle}): the unused part goes back, an overrun is charged into debt.
+   * With repeated annotations each one with a cost settles its own limit; the others keep their
+   * charge. A method that throws, or a {@code Mono} that completes empty, keeps the reservation. A
+   * cost that fails (throws, is null, is below 0 or above the policy's limit) never fails the call:
+   * the reservation stays charged and the first failure is logged. Empty: no settlement.
+   */
+  String cost() default "";
+
+  /**
    * A method of the same bean with the annotated method's parameters plus a last parameter of type
    * {@link RateLimitExceededException} (or a supertype), called instead when the call is refused;
-   * it must return what the annotated method returns. Empty: the refusal is thrown.
+   * it must return what the annotated method returns (a {@code Mono} for a {@code Mono} method;
+   * another type is an {@code IllegalStateException} at the first call, naming both types). Empty:
+   * the refusal is thrown.
    */
   String fallbackMethod() default "";
 

@@ -2,9 +2,11 @@ package dev.sluice.spring;
 
 import dev.sluice.Decision;
 import dev.sluice.RateLimiter;
+import dev.sluice.Ticket;
 import dev.sluice.compose.Composition;
 import dev.sluice.guard.RateLimitExceededException;
 import dev.sluice.http.HttpRateLimit;
+import dev.sluice.internal.Checks;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
@@ -14,6 +16,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
@@ -29,14 +32,17 @@ import org.springframework.expression.Expression;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
 import org.springframework.util.ClassUtils;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Runs {@link RateLimited}: evaluates each annotation's key and permits, charges them (several
  * annotations as one {@link Composition}: all allow or none is charged), then proceeds, calls the
- * fallback method, or throws {@link RateLimitExceededException}. What each annotation means is
+ * fallback method, or throws {@link RateLimitExceededException}; after a call that returned, settles
+ * the reservation of each annotation with a {@code cost} at that cost. What each annotation means is
  * worked out once per method and class.
  */
 final class RateLimitedInterceptor implements MethodInterceptor {
+  private static final System.Logger LOG = System.getLogger(RateLimitedInterceptor.class.getName());
   private static final boolean REACTOR = ClassUtils.isPresent("reactor.core.publisher.Mono", RateLimitedInterceptor.class.getClassLoader());
   private final RateLimiterRegistry registry;
   private final BeanFactoryResolver beans;
@@ -69,16 +75,19 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     MethodBasedEvaluationContext ctx = new MethodBasedEvaluationContext(mi.getThis(), plan.method, args, names);
     ctx.setBeanResolver(beans);
     if (plan.reactive) {
-      return Reactive.invoke(plan.acquireAsync(ctx), mi, plan);
+      return Reactive.invoke(plan.acquireAsync(ctx), mi, plan, ctx);
     }
-    return proceedOrRefuse(plan.acquire(ctx), mi, plan);
+    Decision d = plan.acquire(ctx);
+    if (!d.allowed()) {
+      return refuse(d, mi, plan);
+    }
+    Object result = mi.proceed(); // a throw keeps the reservation charged
+    plan.settle(d, ctx, result);
+    return result;
   }
 
-  /** The call's outcome once decided: the method, the fallback, or the refusal thrown. */
-  static Object proceedOrRefuse(Decision d, MethodInvocation mi, Plan plan) throws Throwable {
-    if (d.allowed()) {
-      return mi.proceed();
-    }
+  /** A refused call's outcome: the fallback's result, or the refusal thrown. */
+  static Object refuse(Decision d, MethodInvocation mi, Plan plan) throws Throwable {
     RateLimitExceededException refusal = new RateLimitExceededException(d);
     if (plan.fallback == null) {
       throw refusal;
@@ -95,13 +104,26 @@ final class RateLimitedInterceptor implements MethodInterceptor {
 
   /**
    * Methods returning a {@code Mono}: decided with the limiters' async methods when the Mono is
-   * subscribed, so that a WebFlux handler never waits on a store on its event loop.
+   * subscribed, so that a WebFlux handler never waits on a store on its event loop. A refusal is the
+   * fallback's Mono (its return type is checked to be a Mono when the plan is made) or the error. A
+   * cost settles on the emitted value, on the bounded-elastic scheduler (a settlement is a store
+   * call), before the value goes on.
    */
   private static final class Reactive {
-    static Object invoke(Supplier<CompletionStage<Decision>> decision, MethodInvocation mi, Plan plan) {
+    @SuppressWarnings("unchecked")
+    static Object invoke(Supplier<CompletionStage<Decision>> decision, MethodInvocation mi, Plan plan,
+        MethodBasedEvaluationContext ctx) {
       return Mono.fromCompletionStage(decision).flatMap(d -> {
         try {
-          return (Mono<?>) proceedOrRefuse(d, mi, plan);
+          if (!d.allowed()) {
+            return (Mono<Object>) refuse(d, mi, plan);
+          }
+          Mono<Object> call = (Mono<Object>) mi.proceed();
+          if (!plan.costs) {
+            return call;
+          }
+          return call.flatMap(v -> Mono.fromRunnable(() -> plan.settle(d, ctx, v))
+              .subscribeOn(Schedulers.boundedElastic()).thenReturn(v));
         } catch (Throwable t) {
           return Mono.error(t);
         }
@@ -117,6 +139,12 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     final RateLimiter[] limiters;
     final Expression[] keys;
     final Expression[] permits;
+    /** Each annotation's {@code cost}, null where it has none. */
+    final Expression[] cost;
+    /** Whether any annotation has a cost (else nothing is settled). */
+    final boolean costs;
+    /** Each cost expression reports its first failure only. */
+    final AtomicBoolean[] costWarned;
     final Composition composition;
 
     Plan(Method invoked, Class<?> targetClass) {
@@ -127,6 +155,9 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       limiters = new RateLimiter[all.size()];
       keys = new Expression[all.size()];
       permits = new Expression[all.size()];
+      cost = new Expression[all.size()];
+      costWarned = new AtomicBoolean[all.size()];
+      boolean anyCost = false;
       String fallbackName = "";
       for (int i = 0; i < all.size(); i++) {
         RateLimited a = all.get(i);
@@ -137,6 +168,11 @@ final class RateLimitedInterceptor implements MethodInterceptor {
         }
         keys[i] = parser.parseExpression(a.key());
         permits[i] = parser.parseExpression(a.permits());
+        costWarned[i] = new AtomicBoolean();
+        if (!a.cost().isEmpty()) {
+          cost[i] = parser.parseExpression(a.cost());
+          anyCost = true;
+        }
         if (!a.fallbackMethod().isEmpty()) {
           if (!fallbackName.isEmpty() && !fallbackName.equals(a.fallbackMethod())) {
             throw new IllegalStateException(where + " names two fallback methods, '" + fallbackName + "' and '"
@@ -145,6 +181,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
           fallbackName = a.fallbackMethod();
         }
       }
+      this.costs = anyCost;
       this.fallback = fallbackName.isEmpty() ? null : fallback(targetClass, fallbackName, where);
       if (limiters.length == 1) {
         composition = null;
@@ -159,21 +196,77 @@ final class RateLimitedInterceptor implements MethodInterceptor {
 
     private Method fallback(Class<?> targetClass, String name, String where) {
       Class<?>[] params = method.getParameterTypes();
+      Class<?> returns = ClassUtils.resolvePrimitiveIfNecessary(method.getReturnType());
+      Method wrongType = null;
       for (Method m : targetClass.getDeclaredMethods()) {
         Class<?>[] ps = m.getParameterTypes();
         if (m.getName().equals(name) && ps.length == params.length + 1
             && Arrays.equals(ps, 0, params.length, params, 0, params.length)
-            && ps[params.length].isAssignableFrom(RateLimitExceededException.class)
-            && ClassUtils.resolvePrimitiveIfNecessary(method.getReturnType())
-                .isAssignableFrom(ClassUtils.resolvePrimitiveIfNecessary(m.getReturnType()))) {
-          m.setAccessible(true);
-          return m;
+            && ps[params.length].isAssignableFrom(RateLimitExceededException.class)) {
+          if (returns.isAssignableFrom(ClassUtils.resolvePrimitiveIfNecessary(m.getReturnType()))) {
+            m.setAccessible(true);
+            return m;
+          }
+          wrongType = m;
         }
+      }
+      if (wrongType != null) {
+        throw new IllegalStateException(where + ": fallbackMethod '" + name + "' returns "
+            + wrongType.getReturnType().getSimpleName() + ", but " + method.getName() + " returns "
+            + method.getReturnType().getSimpleName() + " and a refusal answers with the fallback's result; "
+            + "make " + name + " return " + method.getReturnType().getSimpleName()
+            + (reactive ? " (for example Mono.just(...))" : ""));
       }
       throw new IllegalStateException(where + ": fallbackMethod '" + name + "' not found; declare " + name + "("
           + String.join(", ", Arrays.stream(params).map(Class::getSimpleName).toList())
           + (params.length == 0 ? "" : ", ") + "RateLimitExceededException) returning "
           + method.getReturnType().getSimpleName() + " in " + targetClass.getName());
+    }
+
+    /**
+     * After a call that returned {@code result} (a Mono's emitted value): settles the reservation of
+     * each annotation with a cost at that cost, the others keep theirs. A cost that fails (throws,
+     * is null, or is outside 0..the policy's limit, {@code Checks.actual}) never fails the call: its
+     * reservation stays charged and the expression's first failure is logged.
+     */
+    void settle(Decision d, MethodBasedEvaluationContext ctx, Object result) {
+      if (!costs) {
+        return;
+      }
+      Ticket t = d.ticket().orElse(null);
+      if (t == null) {
+        return; // allowed without a charge (failure mode open): nothing to settle
+      }
+      ctx.setVariable("result", result);
+      long[] actual = new long[limiters.length];
+      for (int i = 0; i < actual.length; i++) {
+        actual[i] = cost[i] == null ? ComposedKey.KEEP : cost(i, ctx);
+      }
+      if (composition == null) {
+        if (actual[0] != ComposedKey.KEEP) {
+          limiters[0].settle(t, actual[0]);
+        }
+        return;
+      }
+      ComposedKey.settle(composition, t, actual);
+    }
+
+    private long cost(int i, MethodBasedEvaluationContext ctx) {
+      RateLimiter l = limiters[i];
+      try {
+        Long n = cost[i].getValue(ctx, Long.class);
+        if (n == null) {
+          throw new IllegalArgumentException("it gave null");
+        }
+        return Checks.actual(n, l.policy().limit(), l.policy().name());
+      } catch (RuntimeException e) {
+        if (costWarned[i].compareAndSet(false, true)) {
+          LOG.log(System.Logger.Level.WARNING, "@RateLimited on " + method.getName() + ": cost '"
+              + cost[i].getExpressionString() + "' failed (" + e.getMessage() + "); the reservation stays charged "
+              + "(logged once)", e);
+        }
+        return ComposedKey.KEEP;
+      }
     }
 
     /** The decision, asked when the returned supplier is called (keys and permits are evaluated now). */

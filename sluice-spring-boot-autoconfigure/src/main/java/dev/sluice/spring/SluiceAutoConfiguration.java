@@ -20,7 +20,6 @@ import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.beans.factory.support.BeanDefinitionRegistryPostProcessor;
 import org.springframework.beans.factory.support.RootBeanDefinition;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
-import org.springframework.boot.actuate.health.HealthIndicator;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnExpression;
@@ -48,8 +47,11 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * Micrometer meters of {@code sluice-micrometer}.
  */
 @AutoConfiguration(afterName = {
+    // Spring Boot 3.5, then the same two in Boot 4 (a name not on the class path is ignored).
     "org.springframework.boot.autoconfigure.data.redis.RedisAutoConfiguration",
-    "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration"})
+    "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration",
+    "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
+    "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration"})
 @EnableConfigurationProperties(SluiceProperties.class)
 public class SluiceAutoConfiguration {
   /** The policies of {@code sluice.policies}, through the shape the service's policy file uses. */
@@ -204,7 +206,7 @@ public class SluiceAutoConfiguration {
     }
   }
 
-  /** Actuator: the {@code ratelimits} endpoint and, for a shared store, its health. */
+  /** Actuator: the {@code ratelimits} endpoint. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(Endpoint.class)
   static class ActuatorConfiguration {
@@ -213,12 +215,30 @@ public class SluiceAutoConfiguration {
     RateLimitsEndpoint sluiceRateLimitsEndpoint(RateLimiterRegistry registry) {
       return new RateLimitsEndpoint(registry);
     }
+  }
 
+  // A shared store's health. Boot 3.5 and Boot 4 keep the health API in different packages, so each
+  // has its own configuration, selected by class name (never a class literal): this one jar runs on either.
+
+  /** A shared store's health on Spring Boot 3.5. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.boot.actuate.health.HealthIndicator")
+  @ConditionalOnExpression("!'${sluice.store:memory}'.equalsIgnoreCase('memory')")
+  static class Boot3HealthConfiguration {
     @Bean(name = "sluiceHealthIndicator")
-    @ConditionalOnClass(HealthIndicator.class)
-    @ConditionalOnExpression("!'${sluice.store:memory}'.equalsIgnoreCase('memory')")
     StoreHealthIndicator sluiceHealthIndicator(RateLimiterRegistry registry) {
       return new StoreHealthIndicator(registry);
+    }
+  }
+
+  /** A shared store's health on Spring Boot 4 ({@code spring-boot-health}). */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+  @ConditionalOnExpression("!'${sluice.store:memory}'.equalsIgnoreCase('memory')")
+  static class Boot4HealthConfiguration {
+    @Bean(name = "sluiceHealthIndicator")
+    Boot4StoreHealthIndicator sluiceHealthIndicator(RateLimiterRegistry registry) {
+      return new Boot4StoreHealthIndicator(registry);
     }
   }
 

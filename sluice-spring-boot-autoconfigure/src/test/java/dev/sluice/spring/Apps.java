@@ -10,7 +10,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.web.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /** Test applications started by hand (several in one test, on random ports), and a 16-thread hammer. */
@@ -30,7 +29,8 @@ final class Apps {
   }
 
   static Client client(ConfigurableApplicationContext app) {
-    return new Client(((WebServerApplicationContext) app).getWebServer().getPort());
+    // The port property, not WebServerApplicationContext: that type moved in Spring Boot 4.
+    return new Client(app.getEnvironment().getRequiredProperty("local.server.port", Integer.class));
   }
 
   /**

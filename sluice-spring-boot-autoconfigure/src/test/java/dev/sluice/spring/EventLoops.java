@@ -25,13 +25,10 @@ final class EventLoops {
     BlockHound.builder()
         .nonBlockingThreadPredicate(p -> p.or(t -> t.getName().startsWith("reactor-http-")
             || (t.getName().startsWith("lettuce-") && t.getName().contains("EventLoop"))))
-        // Two allowances, both short in-memory locks found by this test, neither I/O, both reported:
-        // the core's async pipeline arms (and on completion cancels) a deadline timer on a
-        // ScheduledThreadPoolExecutor, whose queue lock is held for a heap insert or removal; and
-        // Lettuce guards a connection's writers with a lock (SharedLock) that event loops writing
-        // to one shared connection at once contend for. A thread contending for either parks briefly.
-        .allowBlockingCallsInside("java.util.concurrent.ScheduledThreadPoolExecutor$DelayedWorkQueue", "offer")
-        .allowBlockingCallsInside("java.util.concurrent.ScheduledThreadPoolExecutor$DelayedWorkQueue", "remove")
+        // One allowance, a short in-memory lock found by this test, not I/O: Lettuce guards a
+        // connection's writers with a lock (SharedLock) that event loops writing to one shared
+        // connection at once contend for, and a contending thread parks briefly. (The core's async
+        // deadlines take no lock since the timer wheel of issue 18.)
         .allowBlockingCallsInside("io.lettuce.core.protocol.SharedLock", "incrementWriters")
         .allowBlockingCallsInside("io.lettuce.core.protocol.SharedLock", "decrementWriters")
         .blockingMethodCallback(m -> BLOCKED.add(m + " on " + Thread.currentThread().getName() + " at "

@@ -13,8 +13,10 @@ import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -26,7 +28,7 @@ import org.springframework.boot.web.servlet.FilterRegistrationBean;
 /**
  * A real Spring MVC application (Tomcat, random port) on the memory store, driven over HTTP: the
  * rules' 429 with its body and every header, a SpEL key, skip-on-success, {@code @RateLimited} with a
- * fallback and repeated (16 threads, no partial charge), the Actuator endpoint, limiter beans by
+ * fallback and repeated (16 threads, no partial charge), a cost settled after the call, the Actuator endpoint, limiter beans by
  * name and the Micrometer meters. One context for the whole class; each test uses keys of its own.
  */
 @SpringBootTest(classes = TestApp.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
@@ -34,6 +36,8 @@ class MvcMemoryTest {
   @LocalServerPort int port;
   @Autowired @Qualifier("api") RateLimiter api;
   @Autowired @Qualifier("pair-all") RateLimiter pairAll;
+  @Autowired @Qualifier("tokens") RateLimiter tokens;
+  @Autowired @Qualifier("token-calls") RateLimiter tokenCalls;
   @Autowired RateLimiterRegistry registry;
   @Autowired TestApp.Greeter greeter;
   @Autowired MeterRegistry meters;
@@ -204,12 +208,47 @@ class MvcMemoryTest {
   @Test void eachPolicysLimiterIsABeanOfItsOwnTypeByName() {
     assertThat(api).isInstanceOf(MemoryRateLimiter.class).isSameAs(registry.limiter("api"));
     assertThat(api.policy().name()).isEqualTo("api");
-    assertThat(registry.limiters().keySet()).containsExactly("api", "login", "per-user", "pair-user", "pair-all", "bulk", "load");
+    assertThat(registry.limiters().keySet()).containsExactly("api", "login", "per-user", "pair-user", "pair-all", "tokens", "token-calls",
+        "bulk", "load");
   }
 
   @Test void theMicrometerMetersAreBound() {
     client.get("/greet/" + id);
     assertThat(meters.find("sluice.decisions").tag("policy", "per-user").counters()).isNotEmpty();
     assertThat(meters.find("sluice.keys.tracked").tag("limiter", "per-user").gauge()).isNotNull();
+  }
+
+  /** What {@code key} has been charged in the current window of a fixed-window policy. */
+  static long charged(RateLimiter limiter, String key) {
+    return limiter.policy().limit() - limiter.peek(key).remaining();
+  }
+
+  @Test void aCostSettlesEveryReservationToWhatItsCallUsedUnderSixteenThreads() throws Exception {
+    LongAdder used = new LongAdder();
+    int ok = Apps.admitted(320, 429, () -> {
+      long u = ThreadLocalRandom.current().nextLong(151); // up to half as much again as the reservation
+      used.add(u);
+      return "/complete/" + id + "?max=100&used=" + u;
+    }, id, client);
+    assertThat(ok).isEqualTo(320);
+    assertThat(charged(tokens, id)).isEqualTo(used.sum());
+  }
+
+  @Test void repeatedAnnotationsSettleTheLegWithACostAndTheOtherKeepsItsCharge() {
+    // Without the composed leg forwarding its settlement, a leg settled at anything but 0 failed
+    // and kept the whole reservation (200 here).
+    assertThat(greeter.completeTwice(id, 100, 30).tokens()).isEqualTo(30);
+    assertThat(greeter.completeTwice(id, 100, 130).tokens()).isEqualTo(130);
+    assertThat(charged(tokens, id)).isEqualTo(160);
+    assertThat(charged(tokenCalls, id)).isEqualTo(2);
+  }
+
+  @Test void aFailingCostNeverFailsTheCallAndKeepsTheReservation() {
+    assertThat(greeter.completeBadCost(id, 100, 30).tokens()).isEqualTo(30);
+    assertThat(greeter.completeBadCost(id, 100, 30).tokens()).isEqualTo(30);
+    assertThat(charged(tokens, id)).isEqualTo(200);
+    // A cost above the policy's limit is refused by the settlement's own rule (Checks.actual): kept too.
+    assertThat(greeter.complete(id + "-big", 100, 2_000_000).tokens()).isEqualTo(2_000_000);
+    assertThat(charged(tokens, id + "-big")).isEqualTo(100);
   }
 }

@@ -21,7 +21,8 @@ class PostgresStoreTest {
     String id = UUID.randomUUID().toString();
     try (ConfigurableApplicationContext app = Apps.start("sluice.store=jdbc", "sluice.timeout=2s",
         "sluice.jdbc.table=" + table, "sluice.jdbc.apply-schema=true", "spring.datasource.url=" + PostgresTestSupport.URL,
-        "spring.autoconfigure.exclude=org.springframework.boot.autoconfigure.data.redis.RedisAutoConfiguration")) {
+        "spring.autoconfigure.exclude=org.springframework.boot.autoconfigure.data.redis.RedisAutoConfiguration,"
+            + "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration")) {
       assertThat(app.getBean(RateLimiterRegistry.class).limiter("bulk")).isInstanceOf(JdbcRateLimiter.class);
       Client client = Apps.client(app);
       assertThat(Apps.admitted(200, 429, () -> "/bulk", id, client)).isEqualTo(100);

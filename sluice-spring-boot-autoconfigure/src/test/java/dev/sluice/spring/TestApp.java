@@ -3,9 +3,6 @@ package dev.sluice.spring;
 import dev.sluice.guard.RateLimitExceededException;
 import java.util.concurrent.atomic.LongAdder;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
-import org.springframework.boot.web.embedded.netty.NettyReactiveWebServerFactory;
-import org.springframework.context.annotation.Bean;
 import org.springframework.http.ResponseEntity;
 import org.springframework.stereotype.Service;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -15,19 +12,12 @@ import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 import reactor.core.publisher.Mono;
 
-/** The application the tests start: the same controllers serve Spring MVC and WebFlux. */
+/**
+ * The application the tests start: the same controllers serve Spring MVC and WebFlux (on Reactor
+ * Netty: {@code ReactiveServer}, one file per Spring Boot line).
+ */
 @SpringBootApplication
 public class TestApp {
-  /**
-   * WebFlux on Reactor Netty, whose event loops must never block (Tomcat, on the class path for the
-   * MVC tests, would otherwise serve WebFlux too, on threads that may block).
-   */
-  @Bean
-  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
-  NettyReactiveWebServerFactory nettyReactiveWebServerFactory() {
-    return new NettyReactiveWebServerFactory();
-  }
-
   /** Endpoints behind the HTTP rules and the annotations. */
   @RestController
   static class Api {
@@ -88,6 +78,21 @@ public class TestApp {
       return greeter.greetLater(user);
     }
 
+    @GetMapping("/reactive-or-busy/{user}")
+    Mono<String> reactiveOrBusy(@PathVariable String user) {
+      return greeter.greetLaterOrBusy(user);
+    }
+
+    @GetMapping("/complete/{tenant}")
+    String complete(@PathVariable String tenant, @RequestParam long max, @RequestParam long used) {
+      return Long.toString(greeter.complete(tenant, max, used).tokens());
+    }
+
+    @GetMapping("/complete-later/{tenant}")
+    Mono<String> completeLater(@PathVariable String tenant, @RequestParam long max, @RequestParam long used) {
+      return greeter.completeLater(tenant, max, used).map(u -> Long.toString(u.tokens()));
+    }
+
     /** Blocks on purpose: the WebFlux test's proof that its blocking detector sees a blocking call. */
     @GetMapping("/sleep")
     String sleep() throws InterruptedException {
@@ -129,6 +134,55 @@ public class TestApp {
     @RateLimited(policy = "per-user", key = "'later:' + #user")
     public Mono<String> greetLater(String user) {
       return Mono.just("hello later " + user);
+    }
+
+    @RateLimited(policy = "per-user", key = "'later-busy:' + #user", fallbackMethod = "busyLater")
+    public Mono<String> greetLaterOrBusy(String user) {
+      return Mono.just("hello later " + user);
+    }
+
+    Mono<String> busyLater(String user, RateLimitExceededException refused) {
+      return Mono.just("busy later " + user + " (" + refused.policyName() + ")");
+    }
+
+    /** An LLM call's shape: reserve the most it may cost, settle what it used. */
+    @RateLimited(policy = "tokens", key = "#tenant", permits = "#max", cost = "#result.tokens")
+    public Usage complete(String tenant, long max, long used) {
+      return new Usage(used);
+    }
+
+    @RateLimited(policy = "tokens", key = "#tenant", permits = "#max", cost = "#result.tokens")
+    public Mono<Usage> completeLater(String tenant, long max, long used) {
+      return Mono.just(new Usage(used));
+    }
+
+    /** Two limits, calls and tokens: only the tokens leg has a cost. */
+    @RateLimited(policy = "token-calls", key = "#tenant")
+    @RateLimited(policy = "tokens", key = "#tenant", permits = "#max", cost = "#result.tokens")
+    public Usage completeTwice(String tenant, long max, long used) {
+      return new Usage(used);
+    }
+
+    /** A cost expression that fails on every call (no such property). */
+    @RateLimited(policy = "tokens", key = "#tenant", permits = "#max", cost = "#result.missing")
+    public Usage completeBadCost(String tenant, long max, long used) {
+      return new Usage(used);
+    }
+  }
+
+  /** What a costed call returns. */
+  public record Usage(long tokens) {}
+
+  /** A Mono method whose fallback returns the wrong type. */
+  @Service
+  public static class Miswired {
+    @RateLimited(policy = "per-user", key = "'miswired:' + #user", fallbackMethod = "plain")
+    public Mono<String> later(String user) {
+      return Mono.just(user);
+    }
+
+    String plain(String user, RateLimitExceededException refused) {
+      return "busy";
     }
   }
 

@@ -2,24 +2,31 @@ package dev.sluice.spring;
 
 import static dev.sluice.spring.EventLoops.BLOCKED;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.sluice.RateLimiter;
 import java.net.http.HttpResponse;
 import java.util.UUID;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 
 /**
  * The WebFlux application (Reactor Netty, random port) on the memory store: the rules' WebFilter and
- * a {@code Mono} method under {@code @RateLimited}, with BlockHound recording every blocking call on
- * an event-loop thread. None may be made; a handler that sleeps on purpose proves the detector is on.
+ * {@code Mono} methods under {@code @RateLimited} (decided, answered by a fallback's Mono, settled at
+ * their cost), with BlockHound recording every blocking call on an event-loop thread. None may be
+ * made; a handler that sleeps on purpose proves the detector is on.
  */
 @SpringBootTest(classes = TestApp.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
     properties = "spring.main.web-application-type=reactive")
 class WebFluxTest {
   @LocalServerPort int port;
+  @Autowired @Qualifier("tokens") RateLimiter tokens;
+  @Autowired TestApp.Miswired miswired;
   Client client;
   final String id = UUID.randomUUID().toString();
 
@@ -64,6 +71,38 @@ class WebFluxTest {
     assertThat(refused.statusCode()).isEqualTo(429);
     assertThat(refused.headers().firstValue("RateLimit-Policy")).hasValue("\"per-user\";q=2;w=3600");
     assertThat(Client.json(refused).get("policy").asText()).isEqualTo("per-user");
+    assertThat(BLOCKED).isEmpty();
+  }
+
+  @Test void aMonoMethodsFallbackAnswersARefusalWithItsMonoAndNothingBlocks() {
+    for (int i = 0; i < 2; i++) {
+      HttpResponse<String> ok = client.get("/reactive-or-busy/" + id);
+      assertThat(ok.statusCode()).isEqualTo(200);
+      assertThat(ok.body()).isEqualTo("hello later " + id);
+    }
+    HttpResponse<String> refused = client.get("/reactive-or-busy/" + id);
+    assertThat(refused.statusCode()).isEqualTo(200);
+    assertThat(refused.body()).isEqualTo("busy later " + id + " (per-user)");
+    assertThat(BLOCKED).isEmpty();
+  }
+
+  @Test void aMonoMethodsFallbackOfAnotherTypeIsAnErrorNamingBothTypes() {
+    assertThatThrownBy(() -> miswired.later(id)).isInstanceOf(IllegalStateException.class)
+        .hasMessage("@RateLimited on dev.sluice.spring.TestApp$Miswired.later: fallbackMethod 'plain' returns String, "
+            + "but later returns Mono and a refusal answers with the fallback's result; make plain return Mono "
+            + "(for example Mono.just(...))");
+  }
+
+  @Test void aMonoMethodsCostSettlesOnTheEmittedValueAndNothingBlocks() {
+    long used = 0;
+    for (long u : new long[] {37, 100, 0, 150, 1}) {
+      HttpResponse<String> r = client.get("/complete-later/" + id + "?max=100&used=" + u);
+      assertThat(r.statusCode()).isEqualTo(200);
+      assertThat(r.body()).isEqualTo(Long.toString(u));
+      used += u;
+    }
+    // Each call reserved 100; the settlement ran before the value went on, so the count is exact now.
+    assertThat(tokens.policy().limit() - tokens.peek(id).remaining()).isEqualTo(used);
     assertThat(BLOCKED).isEmpty();
   }
 }
