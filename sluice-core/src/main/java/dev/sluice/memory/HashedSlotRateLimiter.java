@@ -105,13 +105,13 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       Algorithm alg = f.policy.algorithm();
       int[] live = {0};
       f.slots.forEachBuilt(w -> {
-        MemoryRateLimiter.lock(w);
+        EntryLock.lock(w);
         try {
           if (ReferenceModel.expiresAt(alg, w) > now) {
             live[0]++;
           }
         } finally {
-          MemoryRateLimiter.unlock(w);
+          EntryLock.unlock(w);
         }
       });
       n += live[0];
@@ -133,11 +133,11 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     }
     long[] w = slot(p, key);
     Outcome out = new Outcome();
-    MemoryRateLimiter.lock(w);
+    EntryLock.lock(w);
     try {
       ReferenceModel.acquire(p.algorithm(), w, now, permits, out);
     } finally {
-      MemoryRateLimiter.unlock(w);
+      EntryLock.unlock(w);
     }
     return out.allowed()
         ? Decision.allowed(p, out.remaining(), out.resetAt(), issuer.issue(p, key == null ? "" : key, permits, out.stamp()))
@@ -157,11 +157,11 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     }
     long[] w = slot(p, key);
     Outcome out = new Outcome();
-    MemoryRateLimiter.lock(w);
+    EntryLock.lock(w);
     try {
       ReferenceModel.peek(p.algorithm(), w, now, out);
     } finally {
-      MemoryRateLimiter.unlock(w);
+      EntryLock.unlock(w);
     }
     return out.allowed()
         ? Decision.allowed(p, out.remaining(), out.resetAt(), null)
@@ -180,11 +180,11 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       Policy p = ticket.policy();
       long[] w = slot(p, ticket.key().isEmpty() ? null : ticket.key());
       Outcome out = new Outcome();
-      MemoryRateLimiter.lock(w);
+      EntryLock.lock(w);
       try {
         ReferenceModel.refund(p.algorithm(), w, now, ticket.permits(), ticket.stamp(), out);
       } finally {
-        MemoryRateLimiter.unlock(w);
+        EntryLock.unlock(w);
       }
       return out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
     } catch (RuntimeException e) {
@@ -209,11 +209,11 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       }
       long[] w = slot(p, ticket.key().isEmpty() ? null : ticket.key());
       Outcome out = new Outcome();
-      MemoryRateLimiter.lock(w);
+      EntryLock.lock(w);
       try {
         ReferenceModel.settle(p.algorithm(), w, now, delta, ticket.stamp(), out);
       } finally {
-        MemoryRateLimiter.unlock(w);
+        EntryLock.unlock(w);
       }
       return out.wrote() ? Settlement.APPLIED : Settlement.NO_EFFECT;
     } catch (RuntimeException e) {
@@ -227,11 +227,11 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       Checks.key(key);
     }
     long[] w = slot(p, key);
-    MemoryRateLimiter.lock(w);
+    EntryLock.lock(w);
     try {
       java.util.Arrays.fill(w, 0, w.length - 1, 0L);
     } finally {
-      MemoryRateLimiter.unlock(w);
+      EntryLock.unlock(w);
     }
   }
 

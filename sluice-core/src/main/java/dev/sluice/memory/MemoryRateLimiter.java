@@ -1,5 +1,10 @@
 package dev.sluice.memory;
 
+import static dev.sluice.memory.EntryLock.isRefusing;
+import static dev.sluice.memory.EntryLock.lock;
+import static dev.sluice.memory.EntryLock.refusedWithoutLock;
+import static dev.sluice.memory.EntryLock.unlock;
+
 import dev.sluice.Algorithm;
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
@@ -14,8 +19,6 @@ import dev.sluice.internal.Checks;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import dev.sluice.model.SlidingLogState;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -45,10 +48,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * the fixed window, token bucket and GCRA, three for the sliding window) followed by a lock word. A
  * tracked key costs a map node, the key and one 40-byte array (48 for the sliding window); its expiry
  * is not stored but computed from the state when the reclaim scan asks ({@link ReferenceModel#expiresAt}).
- * The lock is a compare-and-set on the lock word, held only for the few instructions of a step:
- * threads on different keys never share a lock, and there is no global lock on the hot path. The
- * lock word also carries a version, bumped by every unlock, and a hint that the last locked step
- * refused: while it is set, a check first decides on a snapshot of the state read without the lock
+ * The lock ({@link EntryLock}, shared with {@link HashedSlotRateLimiter}) is a compare-and-set on
+ * the lock word, held only for the few instructions of a step: threads on different keys never
+ * share a lock, and there is no global lock on the hot path. The lock word also carries a version,
+ * bumped by every unlock, and a hint that the last locked step refused: while it is set, a check first decides on a snapshot of the state read without the lock
  * and validated by the version (a seqlock read), and returns a refusal from it without writing. A
  * key held at its limit then costs reads only, and threads refusing on it do not contend.
  * (The exact sliding log keeps a growing list, so its entries carry a {@link SlidingLogState} too.)
@@ -68,6 +71,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * save scans that the 50 ms floor already makes cheap.
  *
  * <p>Time is monotonic ({@link Ticker#system()}), injectable for tests.
+ *
+ * <p>Why one file of this size: the check's hot path reads the table's scan schedule and counts as
+ * fields of this class; the entry lock, which needs no such field, is {@link EntryLock}.
  */
 public final class MemoryRateLimiter implements ClockedRateLimiter {
   /** Default cap on tracked keys. */
@@ -76,14 +82,6 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   public static final int DEFAULT_MAX_KEY_LENGTH = 512;
   /** The floor between two reclaim scans. */
   public static final long RECLAIM_FLOOR_MICROS = 50_000;
-
-  /** Lock word: bit 0 held, bit 1 "the last locked step refused", bits 2.. a version bumped by each unlock. */
-  static final long HELD = 1;
-  static final long REFUSING = 2;
-  static final long VERSION = 4;
-  /** A reclaimed or reset entry: never lockable again (held bit set, no owner). */
-  static final long DEAD = -1;
-  static final VarHandle WORD = MethodHandles.arrayElementVarHandle(long[].class);
 
   private final Policy policy;
   private final Ticker ticker;
@@ -450,10 +448,6 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     }
   }
 
-  private static boolean isRefusing(long[] w) {
-    return (w[w.length - 1] & REFUSING) != 0;
-  }
-
   @Override public void reset(String key, Policy p) {
     Checks.key(key, maxKeyLength);
     Table t = tables.get(TableKey.of(Checks.notNull("policy", p)));
@@ -640,7 +634,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
 
   /** Marks a locked entry dead and removes it. */
   private void kill(Table t, String key, Object e, long[] w) {
-    WORD.setRelease(w, w.length - 1, DEAD);
+    EntryLock.kill(w);
     if (t.map.remove(key, e) && !(t.pins && t.uncounted.remove(e))) {
       size.decrementAndGet();
     }
@@ -673,70 +667,6 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
 
   private static long[] words(Object e) {
     return e instanceof long[] w ? w : ((LogEntry) e).words;
-  }
-
-  /**
-   * Spins until the entry's lock (its last word) is ours; false if the entry is dead. Held for a
-   * handful of instructions only.
-   */
-  static boolean lock(long[] w) {
-    int lock = w.length - 1;
-    for (int spins = 0; ; spins++) {
-      long v = (long) WORD.getAcquire(w, lock);
-      if (v == DEAD) {
-        return false;
-      }
-      if ((v & HELD) == 0 && WORD.compareAndSet(w, lock, v, v | HELD)) {
-        return true;
-      }
-      if (spins < 64) {
-        Thread.onSpinWait();
-      } else {
-        Thread.yield();
-      }
-    }
-  }
-
-  /** Releases the lock, bumping the version and keeping the refusing hint as it was. */
-  static void unlock(long[] w) {
-    int lock = w.length - 1;
-    long v = w[lock];
-    WORD.setRelease(w, lock, (v & ~(HELD | REFUSING)) + VERSION | (v & REFUSING));
-  }
-
-  /** Releases the lock, bumping the version and setting the refusing hint to {@code refusing}. */
-  static void unlock(long[] w, boolean refusing) {
-    int lock = w.length - 1;
-    long v = w[lock];
-    WORD.setRelease(w, lock, (v & ~(HELD | REFUSING)) + VERSION | (refusing ? REFUSING : 0));
-  }
-
-  /**
-   * The refusal fast path: when the key's last locked step refused, decide on a snapshot of its state
-   * read without the lock (a seqlock read: the lock word, the state, the lock word again). A refusal
-   * writes nothing, so a refusal computed on a consistent snapshot is the decision; a key at its limit
-   * then costs reads only, and threads refusing on one hot key share its cache line instead of
-   * bouncing it. True when {@code out} holds such a refusal; false sends the caller to the locked step
-   * (the hint is off, a writer is active, the snapshot was torn, or the request now fits).
-   */
-  static boolean refusedWithoutLock(Algorithm alg, long[] w, long now, long permits, Outcome out) {
-    int lock = w.length - 1;
-    long v = (long) WORD.getAcquire(w, lock);
-    if ((v & (HELD | REFUSING)) != REFUSING) {
-      return false;
-    }
-    long[] snapshot = new long[ReferenceModel.STATE_SIZE];
-    snapshot[0] = w[0];
-    snapshot[1] = w[1];
-    if (lock == 3) {
-      snapshot[2] = w[2];
-    }
-    VarHandle.acquireFence(); // the state reads above happen before the lock word is read again
-    if ((long) WORD.getOpaque(w, lock) != v) {
-      return false;
-    }
-    ReferenceModel.acquire(alg, snapshot, now, permits, out);
-    return !out.allowed() && !out.invalidClock();
   }
 
   /** The first table of {@code p}'s name and algorithm; marks the tables of its name siblings when it has any. */
