@@ -18,6 +18,13 @@ public final class StoredId {
   private static final byte[] POLICY_DOMAIN = "sluice/v1/policy".getBytes(StandardCharsets.UTF_8);
   private static final byte[] KEY_DOMAIN = "sluice/v1/key".getBytes(StandardCharsets.UTF_8);
   private static final HexFormat HEX = HexFormat.of();
+  /**
+   * The first character of a key that stands for its own id ({@link #standIn}): a lone low
+   * surrogate, which {@link Checks#key} refuses in every key a caller passes, so no caller's key can
+   * take this form and reach another key's budget.
+   */
+  private static final char STAND_IN = '\uDC00';
+  private static final int ID_CHARS = 64;
 
   private StoredId() {}
 
@@ -29,13 +36,33 @@ public final class StoredId {
     return HEX.formatHex(md.digest());
   }
 
-  /** The id of one key under one policy: {@code SHA-256("sluice/v1/key" | len | name | len | key)}. */
+  /**
+   * The id of one key under one policy: {@code SHA-256("sluice/v1/key" | len | name | len | key)};
+   * for a {@link #standIn} key, the id it stands for.
+   */
   public static String key(String policyName, String key) {
+    if (key.length() == ID_CHARS + 1 && key.charAt(0) == STAND_IN) {
+      return key.substring(1);
+    }
     MessageDigest md = sha256();
     md.update(KEY_DOMAIN);
     field(md, policyName);
     field(md, key);
     return HEX.formatHex(md.digest());
+  }
+
+  /**
+   * A key that shared stores resolve to {@code keyId} itself ({@link #key} returns it), for a caller
+   * that kept a budget's id instead of its key: the rate-limit service's refund tickets carry the id
+   * (32 bytes whatever the key's length) and refund through this stand-in. Only a ticket's key
+   * takes this form (every key a caller passes goes through {@link Checks#key}, which refuses it);
+   * the memory tier, keyed by the raw key, finds no budget under it.
+   */
+  public static String standIn(String keyId) {
+    if (keyId == null || keyId.length() != ID_CHARS || !keyId.chars().allMatch(c -> c >= '0' && c <= '9' || c >= 'a' && c <= 'f')) {
+      throw new IllegalArgumentException("key id " + keyId + " is not 64 lowercase hex characters (a StoredId)");
+    }
+    return STAND_IN + keyId;
   }
 
   private static void field(MessageDigest md, String value) {

@@ -91,6 +91,9 @@ final class ServeCommand implements Callable<Integer> {
       + " RateLimit-Policy and RateLimit. Off by default.")
   boolean partitionKeys;
 
+  @Option(names = "--watch", description = "Reload the policy file when its content changes (as SIGHUP does); off by default.")
+  boolean watch;
+
   @Option(names = "--admin-port", paramLabel = "PORT",
       description = "Serve the admin API (reload, reset a key, list policies) on this port; off unless given. Needs a token.")
   Integer adminPort;
@@ -197,10 +200,20 @@ final class ServeCommand implements Callable<Integer> {
     Signals.onStop(stopRequested::countDown);
     Signals.onReload(() -> reload(server, out));
     server.start();
+    PolicyWatch watching;
+    try {
+      watching = watch ? PolicyWatch.start(config, () -> reload(server, out)) : null;
+    } catch (java.io.IOException e) {
+      server.stop();
+      throw new IllegalArgumentException("--watch cannot watch " + config.toAbsolutePath().getParent() + ": " + e);
+    }
     dev.sluice.server.envoy.EnvoyGrpcServer grpc;
     try {
       grpc = envoy == null ? null : envoy.start(store, server, host, stopTimeout);
     } catch (java.io.IOException | RuntimeException e) {
+      if (watching != null) {
+        watching.close();
+      }
       server.stop();
       throw e instanceof java.io.IOException ? new IllegalArgumentException("--grpc-port " + grpcPort + " cannot be bound on " + host
           + ": " + e.getMessage() + (e.getCause() != null ? " (" + e.getCause().getMessage() + ")" : "")) : e;
@@ -228,6 +241,9 @@ final class ServeCommand implements Callable<Integer> {
       out.println("sluice: admin API on http://" + (adminHost.contains(":") ? "[" + adminHost + "]" : adminHost) + ":" + server.adminPort()
           + " (bearer token; GET /admin/policies, POST /admin/reload, POST /admin/reset)");
     }
+    if (watching != null) {
+      out.println("sluice: watching " + config + ": a change to its content reloads it, as SIGHUP does");
+    }
     out.println("sluice: try   curl -si -X POST " + server.uri() + "/v1/acquire -H 'Content-Type: application/json'"
         + " -d '{\"policy\":\"" + first + "\",\"key\":\"alice\"}'");
     out.println("sluice: stop with Ctrl-C or SIGTERM");
@@ -235,6 +251,9 @@ final class ServeCommand implements Callable<Integer> {
     stopRequested.await();
     out.println("sluice: stopping (draining requests in flight for up to " + shutdownTimeout + ")");
     long t0 = System.nanoTime();
+    if (watching != null) {
+      watching.close();
+    }
     try {
       if (grpc != null) {
         grpc.stop();

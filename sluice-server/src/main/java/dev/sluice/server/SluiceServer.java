@@ -79,7 +79,7 @@ public final class SluiceServer implements AutoCloseable {
     if (spentTicketCapacity < 1) {
       throw new IllegalArgumentException("spent-ticket capacity " + spentTicketCapacity + " is not positive; it must be at least 1");
     }
-    api = new ApiHandler(policies, store, ticker, new TicketCodec(ticketKeys), store.spentSet(spentTicketCapacity),
+    api = new ApiHandler(policies, store, ticker, new TicketCodec(ticketKeys, store.shared()), store.spentSet(spentTicketCapacity),
         metrics, readiness, maxPending);
     metrics.jetty(threads);
     inFlight = new InFlightHandler(new Handler.Abstract() {

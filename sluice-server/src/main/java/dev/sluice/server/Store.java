@@ -112,6 +112,11 @@ abstract class Store implements AutoCloseable {
       if (maxKeyLength < 1) {
         throw new IllegalArgumentException("--max-key-length " + maxKeyLength + " is not positive; it must be at least 1");
       }
+      if (maxKeyLength > TicketCodec.MAX_MEMORY_KEY_LENGTH) {
+        // A memory-store ticket carries the key itself (the tier is keyed by it); past this, a refund body would exceed 64 KiB.
+        throw new IllegalArgumentException("--max-key-length " + maxKeyLength + " exceeds " + TicketCodec.MAX_MEMORY_KEY_LENGTH
+            + ", the longest key whose refund ticket fits a request body; for longer keys use --redis or --postgres, which hash keys");
+      }
       this.maxKeys = maxKeys;
       this.maxKeyLength = maxKeyLength;
       this.ticker = ticker;

@@ -1,11 +1,13 @@
 package dev.sluice.server;
 
+import dev.sluice.internal.StoredId;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.util.Base64;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.Map;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
@@ -14,32 +16,50 @@ import javax.crypto.spec.SecretKeySpec;
  * Refund tickets as opaque strings a client can hold but cannot forge or alter.
  *
  * <p>A ticket is {@code base64url(payload) "." base64url(HMAC-SHA256(secret, payload))}. The payload
- * names the signing key's id, the policy, the key, the permits, the stamp (the window or log entry
- * they were counted in) and when it was issued. The secret is the key id's in {@link TicketKeys}:
+ * names the signing key's id, the policy, the budget, the permits, the stamp (the window or log entry
+ * they were counted in) and when it was issued. On a shared store the budget is the key's stored id
+ * ({@link StoredId#key}, 32 bytes), so a ticket is under 200 characters whatever the key's length
+ * (a 50,000-character key once made a ticket whose refund body exceeded the 64 KiB cap); on the
+ * memory store, keyed by the raw key, it is the key itself, at most {@code --max-key-length}
+ * ({@link #MAX_MEMORY_KEY_LENGTH}). The secret is the key id's in {@link TicketKeys}:
  * shared by every instance when configured, so that any instance verifies what another issued, else
  * drawn when the process starts (tickets then do not survive a restart: a refund is an
  * optimisation, a limiter without it is stricter, never weaker).
  */
 final class TicketCodec {
-  private static final byte VERSION = 2;
+  private static final byte VERSION = 3;
+  private static final byte RAW_KEY = 0;
+  private static final byte STORED_ID = 1;
+  /**
+   * Longest memory-store key whose ticket still fits a refund body: 3 UTF-8 bytes per UTF-16 code
+   * unit at most, 4/3 of that in base64, with room for the rest of the payload and the JSON.
+   */
+  static final int MAX_MEMORY_KEY_LENGTH = 16_000;
   private static final Base64.Encoder B64 = Base64.getUrlEncoder().withoutPadding();
   private static final Base64.Decoder B64D = Base64.getUrlDecoder();
+  private static final HexFormat HEX = HexFormat.of();
   /** Longest ticket accepted (no longer than a request body may be); refused before any work. */
   private static final int MAX_TICKET_CHARS = ApiHandler.MAX_BODY_BYTES;
 
-  /** The decoded contents of a verified ticket; {@code mac} identifies it in the spent set. */
+  /**
+   * The decoded contents of a verified ticket; {@code key} is the one to refund under (the raw key,
+   * or on a shared store the {@link StoredId#standIn} of its id); {@code mac} identifies it in the spent set.
+   */
   record Claims(String policy, String key, long permits, long stamp, long issuedAtMicros, String mac) {}
 
   private final TicketKeys keys;
   private final byte[] signingId;
+  /** True on a shared store: tickets carry the key's stored id, not the key. */
+  private final boolean storedIds;
   private final Map<String, ThreadLocal<Mac>> macs = new HashMap<>();
 
   TicketCodec() {
-    this(TicketKeys.random());
+    this(TicketKeys.random(), false);
   }
 
-  TicketCodec(TicketKeys keys) {
+  TicketCodec(TicketKeys keys, boolean storedIds) {
     this.keys = keys;
+    this.storedIds = storedIds;
     this.signingId = keys.signingId().getBytes(StandardCharsets.US_ASCII);
     for (String id : keys.ids()) {
       SecretKeySpec secret = new SecretKeySpec(keys.secret(id), "HmacSHA256");
@@ -53,10 +73,10 @@ final class TicketCodec {
 
   String encode(String policy, String key, long permits, long stamp, long issuedAtMicros) {
     byte[] p = policy.getBytes(StandardCharsets.UTF_8);
-    byte[] k = key.getBytes(StandardCharsets.UTF_8);
-    ByteBuffer b = ByteBuffer.allocate(1 + 1 + signingId.length + 8 + 8 + 8 + 2 + p.length + 4 + k.length);
+    byte[] k = storedIds ? HEX.parseHex(StoredId.key(policy, key)) : key.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer b = ByteBuffer.allocate(1 + 1 + signingId.length + 8 + 8 + 8 + 2 + p.length + 1 + 4 + k.length);
     b.put(VERSION).put((byte) signingId.length).put(signingId).putLong(permits).putLong(stamp).putLong(issuedAtMicros)
-        .putShort((short) p.length).put(p).putInt(k.length).put(k);
+        .putShort((short) p.length).put(p).put(storedIds ? STORED_ID : RAW_KEY).putInt(k.length).put(k);
     byte[] payload = b.array();
     return B64.encodeToString(payload) + '.' + B64.encodeToString(macs.get(keys.signingId()).get().doFinal(payload));
   }
@@ -106,10 +126,15 @@ final class TicketCodec {
       long issuedAt = b.getLong();
       byte[] p = new byte[b.getShort()];
       b.get(p);
+      byte kind = b.get();
       byte[] k = new byte[b.getInt()];
       b.get(k);
-      return new Claims(new String(p, StandardCharsets.UTF_8), new String(k, StandardCharsets.UTF_8), permits, stamp,
-          issuedAt, ticket.substring(dot + 1));
+      String key = switch (kind) {
+        case RAW_KEY -> new String(k, StandardCharsets.UTF_8);
+        case STORED_ID -> StoredId.standIn(HEX.formatHex(k));
+        default -> throw malformed();
+      };
+      return new Claims(new String(p, StandardCharsets.UTF_8), key, permits, stamp, issuedAt, ticket.substring(dot + 1));
     } catch (RuntimeException e) {
       throw malformed();
     }

@@ -56,6 +56,33 @@ class ReloadAndAdminTest {
     }
   }
 
+  /**
+   * Issue 17.5's optional file watch: with {@code --watch}, saving the policy file reloads it, also
+   * when the editor saves by renaming a new file over it; a bad save keeps the policies in force.
+   */
+  @Test void watchReloadsTheFileWhenItsContentChanges() throws Exception {
+    Path config = dir.resolve("policies.yaml");
+    Files.writeString(config, ServerApiTest.POLICIES);
+    try (ServeProcess p = ServeProcess.start(dir, "--config", config.toString(), "--port", "0", "--watch")) {
+      Http http = new Http(p.base);
+      p.awaitLine("sluice: watching " + config + ": a change to its content reloads it, as SIGHUP does");
+      String alice = "{\"policy\":\"login\",\"key\":\"alice\",\"permits\":2}";
+      assertThat(ServerApiTest.json(http.post("/v1/acquire", alice)).get("remaining").longValue()).isEqualTo(1);
+
+      Path saved = dir.resolve("policies.yaml.tmp");
+      Files.writeString(saved, ServerApiTest.POLICIES.replace("limit: 3", "limit: 5") + EXPORTS);
+      Files.move(saved, config, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+      p.awaitLine("sluice: reloaded 4 policies from " + config + " (changed: login; added: exports; removed: none)");
+      assertThat(ServerApiTest.json(http.post("/v1/acquire", alice)).get("remaining").longValue()).as("the count survived").isEqualTo(1);
+
+      Files.writeString(config, ServerApiTest.POLICIES.replace("window: 1m", "windw: 1m"));
+      p.awaitLine("sluice: reload failed, the policies in force stay: " + config + ": policy #1 ('login'): unknown parameter 'windw'");
+      assertThat(http.post("/v1/acquire", "{\"policy\":\"exports\",\"key\":\"a\"}").statusCode()).as("still in force").isEqualTo(200);
+      p.signal("TERM");
+      assertThat(p.exitStatus()).isZero();
+    }
+  }
+
   /** Issue 17.6: the admin API on its own loopback port, behind a bearer token: list, reset a key, reload. */
   @Test void adminApiListsResetsAndReloadsBehindABearerToken() throws Exception {
     Path config = dir.resolve("policies.yaml");

@@ -1,6 +1,7 @@
 package dev.sluice.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -139,6 +140,26 @@ class ServerApiTest {
       assertThat(json(f).get("error").textValue()).isEqualTo("bad_request");
       assertThat(json(f).get("message").textValue()).startsWith("ticket ");
     }
+  }
+
+  /**
+   * Issue 17.4: the memory store's tickets carry the key (its tier is keyed by it), so the key's
+   * bound is what bounds them: the longest key allowed, in 3-byte characters, still refunds.
+   */
+  @Test void theLongestMemoryStoreKeyStillGetsARefundableTicket() throws Exception {
+    ManualTicker t = Ticker.manual(T0);
+    int longest = TicketCodec.MAX_MEMORY_KEY_LENGTH;
+    try (SluiceServer s = new SluiceServer(PolicyFile.parse(POLICIES, "test"), Store.memory(1000, longest, t), "127.0.0.1", 0,
+        Duration.ofSeconds(5), t, 4).start()) {
+      Http h = new Http(s.uri());
+      String key = "\u20ac".repeat(longest);
+      String ticket = json(h.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"" + key + "\",\"permits\":3}")).get("ticket").textValue();
+      HttpResponse<String> refund = h.post("/v1/refund", "{\"ticket\":\"" + ticket + "\"}");
+      assertThat(refund.statusCode()).as(refund.body()).isEqualTo(200);
+      assertThat(json(refund).get("result").textValue()).isEqualTo("applied");
+    }
+    assertThatThrownBy(() -> Store.memory(1000, longest + 1, t)).hasMessage("--max-key-length 16001 exceeds 16000, the longest key"
+        + " whose refund ticket fits a request body; for longer keys use --redis or --postgres, which hash keys");
   }
 
   @Test void refundAfterTheWindowRolledOrTheTicketExpiredDoesNothing() {

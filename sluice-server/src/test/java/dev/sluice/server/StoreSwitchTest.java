@@ -236,6 +236,55 @@ class StoreSwitchTest {
     }
   }
 
+  @Test void aFiftyThousandCharacterKeysTicketWasTooLongToRefundOnRedis() throws Exception {
+    reachable("Redis", URI.create(REDIS).getHost(), URI.create(REDIS).getPort() < 0 ? 6379 : URI.create(REDIS).getPort());
+    try (SluiceServer a = start(Store.redis(REDIS, FailureMode.closed(), Duration.ofMillis(500)))) {
+      longKeyRefunds(a);
+    }
+  }
+
+  @Test void aFiftyThousandCharacterKeysTicketWasTooLongToRefundOnPostgres() throws Exception {
+    URI u = URI.create(POSTGRES.substring("jdbc:".length()));
+    reachable("PostgreSQL", u.getHost(), u.getPort() < 0 ? 5432 : u.getPort());
+    String table = "sluice_server_test_" + suffix;
+    try (SluiceServer a = start(Store.postgres(POSTGRES, table, FailureMode.closed(), Duration.ofSeconds(2), Duration.ofMinutes(1)))) {
+      longKeyRefunds(a);
+    } finally {
+      try (Connection c = DriverManager.getConnection(POSTGRES); Statement s = c.createStatement()) {
+        s.execute("DROP TABLE IF EXISTS " + table);
+        s.execute("DROP TABLE IF EXISTS " + table + "_spent");
+      }
+    }
+  }
+
+  /**
+   * Issue 17.4: a ticket carried the raw key, so a 50,000-character key's ticket made a refund body
+   * over the 64 KiB cap (413) and could never be refunded. It carries the stored id now: short, and
+   * the refund gives the permits back to that very key's budget, once.
+   */
+  private void longKeyRefunds(SluiceServer a) {
+    Http h = new Http(a.uri());
+    String login = "login-" + suffix;
+    String key = "k".repeat(50_000);
+    String other = "k".repeat(49_999) + "j";
+    HttpResponse<String> issued = h.post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"" + key + "\",\"permits\":4}");
+    assertThat(issued.statusCode()).as(issued.body()).isEqualTo(200);
+    assertThat(h.post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"" + other + "\",\"permits\":4}").statusCode()).isEqualTo(200);
+    String ticket = ServerApiTest.json(issued).get("ticket").textValue();
+    System.out.println("a 50,000-character key's ticket: " + ticket.length() + " characters");
+    assertThat(h.post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"" + key + "\"}").statusCode()).isEqualTo(429);
+
+    HttpResponse<String> refund = h.post("/v1/refund", "{\"ticket\":\"" + ticket + "\"}");
+    assertThat(refund.statusCode()).as(refund.body()).isEqualTo(200);
+    assertThat(ServerApiTest.json(refund).get("result").textValue()).isEqualTo("applied");
+    assertThat(ticket.length()).as("bounded whatever the key's length").isLessThan(300);
+    assertThat(ServerApiTest.json(h.post("/v1/refund", "{\"ticket\":\"" + ticket + "\"}")).get("result").textValue()).isEqualTo("no_effect");
+    // The permits went back to that key, all 4 and only once; the other long key stays spent.
+    assertThat(h.post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"" + key + "\",\"permits\":4}").statusCode()).isEqualTo(200);
+    assertThat(h.post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"" + key + "\"}").statusCode()).isEqualTo(429);
+    assertThat(h.post("/v1/acquire", "{\"policy\":\"" + login + "\",\"key\":\"" + other + "\"}").statusCode()).isEqualTo(429);
+  }
+
   @Test void anUnreachableStoreIs503WithoutLimitHeadersOrAllowedWhenOpen() throws Exception {
     for (Store down : List.of(Store.redis(NOWHERE_REDIS, FailureMode.closed(), Duration.ofMillis(200)),
         Store.postgres(NOWHERE_POSTGRES, "sluice_server_nowhere", FailureMode.closed(), Duration.ofMillis(300), Duration.ofMinutes(1)))) {

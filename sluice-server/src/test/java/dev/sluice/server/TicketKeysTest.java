@@ -12,9 +12,9 @@ class TicketKeysTest {
   private static final String B = Base64.getEncoder().encodeToString("b".repeat(32).getBytes());
 
   @Test void aTicketSignedWithTheOldKeyVerifiesWhileTheNewOneSigns() {
-    TicketCodec before = new TicketCodec(TicketKeys.parse("2024-01:" + A, "test"));
-    TicketCodec during = new TicketCodec(TicketKeys.parse("2024-06:" + B + "\n2024-01:" + A, "test"));
-    TicketCodec after = new TicketCodec(TicketKeys.parse("2024-06:" + B, "test"));
+    TicketCodec before = new TicketCodec(TicketKeys.parse("2024-01:" + A, "test"), false);
+    TicketCodec during = new TicketCodec(TicketKeys.parse("2024-06:" + B + "\n2024-01:" + A, "test"), false);
+    TicketCodec after = new TicketCodec(TicketKeys.parse("2024-06:" + B, "test"), false);
     String old = before.encode("login", "alice", 2, 7, 9);
     assertThat(during.decode(old).key()).isEqualTo("alice");
     String fresh = during.encode("login", "bob", 1, 7, 9);
