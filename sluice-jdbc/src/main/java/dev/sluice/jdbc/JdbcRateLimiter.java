@@ -34,7 +34,7 @@ import javax.sql.DataSource;
  * statement computes exactly the step of {@link ReferenceModel} (same state, same integer
  * arithmetic), on the row it locked, so two racing consumers of the last permit resolve to exactly
  * one winner; a refusal writes nothing. Concurrent acquires of one key in this process are coalesced
- * ({@link Builder#maxBatch}, default {@value StoreBackedRateLimiter#MAX_BATCH}, 1 turns it off): one
+ * outside tenant mode ({@link Builder#maxBatch}, default {@value StoreBackedRateLimiter#MAX_BATCH}, 1 turns it off): one
  * statement ({@code PostgresSql.batch}) decides a batch in arrival order, each request exactly as the
  * model decides it after the ones before it.
  *
@@ -163,6 +163,15 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
    */
   @Override protected boolean stepsAsync() {
     return true;
+  }
+
+  /**
+   * Not in tenant mode: a lane is one (policy, key), whatever the tenant, and a batch is sent from
+   * whichever thread finished the call before it, not each caller's; its tenant could not be each
+   * request's own. Tenant-mode acquires each run their own statement.
+   */
+  @Override protected boolean batches(Policy p) {
+    return tenant == null;
   }
 
   private PostgresCall batchCall(Policy p, String key, long[] permits, long now, long deadline) {

@@ -119,6 +119,33 @@ class PostgresTenantTest {
     assertThat(alerts).as("no decision failed open").hasValue(0);
   }
 
+  /**
+   * Issue 18 regression: coalescing keyed a lane by (policy, key) alone and sent a batch from the
+   * thread that finished the call before it, so in tenant mode requests of two tenants for one key
+   * shared a batch and its tenant was read on the wrong thread (a thread-local supplier gave none:
+   * STORE_UNAVAILABLE refusals). Tenant mode does not coalesce: each tenant gets exactly its limit.
+   */
+  @Test
+  void tenantsHammeringOneKeyFromManyThreadsEachGetExactlyTheirLimit() throws Exception {
+    Policy p = Policy.fixedWindow(PostgresTestSupport.name("tenant-hot"), 100, Duration.ofHours(1));
+    ThreadLocal<String> current = new ThreadLocal<>();
+    java.util.Map<String, java.util.concurrent.atomic.AtomicLong> admitted = new java.util.concurrent.ConcurrentHashMap<>();
+    try (JdbcRateLimiter l = JdbcRateLimiter.builder(p, db.asRole()).table(db.table()).tenant(current::get)
+        .timeout(Duration.ofSeconds(20)).build()) {
+      dev.sluice.tck.RateLimiterContract.hammer(16, 30, i -> {
+        String t = i % 2 == 0 ? "acme" : "globex";
+        current.set(t);
+        boolean ok = (i % 4 < 2 ? l.tryAcquire("hot") : l.tryAcquireAsync("hot", 1).toCompletableFuture().join()).allowed();
+        if (ok) {
+          admitted.computeIfAbsent(t, k -> new java.util.concurrent.atomic.AtomicLong()).incrementAndGet();
+        }
+        return ok;
+      });
+    }
+    assertThat(admitted.get("acme")).as("acme").hasValue(100);
+    assertThat(admitted.get("globex")).as("globex").hasValue(100);
+  }
+
   @Test
   void aLimiterWithoutATenantIsRefusedByTheDatabaseAndFailsClosed() {
     Policy p = Policy.tokenBucket(PostgresTestSupport.name("no-tenant"), 3, 1, Duration.ofSeconds(1));
