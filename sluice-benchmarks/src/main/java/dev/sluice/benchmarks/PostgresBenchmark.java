@@ -1,18 +1,12 @@
 package dev.sluice.benchmarks;
 
-import java.sql.SQLException;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
-import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
-import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.TearDown;
 
 /**
  * PostgreSQL: Sluice's {@code JdbcRateLimiter} (one {@code INSERT ... ON CONFLICT DO UPDATE ...
@@ -20,35 +14,20 @@ import org.openjdk.jmh.annotations.TearDown;
  * ({@code synchronous_commit = off} for its own transactions), against Bucket4j's select-for-update and
  * advisory-lock proxy managers (a transaction of several statements), on the same server, 16 pooled
  * connections each, every check allowed. {@code keys=1} is one hot key; {@code keys=10000} draws a
- * key uniformly per check. Statements per decision are counted apart by {@link PostgresStatementCount}.
+ * key uniformly per check; {@code sluiceUnlogged} is Sluice on an {@code UNLOGGED} table. Sluice coalesces
+ * concurrent checks of one key into one batch statement ({@code maxBatch}, 1 turns it off). Statements
+ * per decision are counted apart by {@link PostgresStatementCount}; the profile's baselines (the executor
+ * hand-off, a bare write) are {@link PostgresProfileBenchmark}.
  *
  * <p>Run (server from {@code SLUICE_POSTGRES_URL}, default
  * {@code jdbc:postgresql://127.0.0.1:5432/test?user=postgres}):
- * {@code java -jar sluice-benchmarks/target/benchmarks.jar PostgresBenchmark -t 16} (and {@code -t 1}, {@code -t 2}).
+ * {@code java -jar sluice-benchmarks/target/benchmarks.jar PostgresBenchmark -t 16} (and {@code -t 1}, {@code -t 2});
+ * the hot key with coalescing on and off: {@code ... PostgresBenchmark -p keys=1 -p maxBatch=1,64 -t 16}.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
-public class PostgresBenchmark {
-
-  @Param({"1", "10000"})
-  public int keys;
-
-  PostgresFixture fx;
-
-  @Setup(Level.Trial)
-  public void setUp() throws SQLException {
-    fx = new PostgresFixture(keys);
-  }
-
-  @TearDown(Level.Trial)
-  public void tearDown() throws SQLException {
-    fx.close();
-  }
-
-  private int next() {
-    return keys == 1 ? 0 : ThreadLocalRandom.current().nextInt(keys);
-  }
+public class PostgresBenchmark extends PostgresTrial {
 
   @Benchmark
   public boolean sluiceDurable() {
@@ -58,6 +37,12 @@ public class PostgresBenchmark {
   @Benchmark
   public boolean sluiceRelaxed() {
     return fx.sluiceRelaxed.tryAcquire(fx.keys[next()]).allowed();
+  }
+
+  /** Durable commits, but on an {@code UNLOGGED} table: no WAL for the row (a server crash empties the table). */
+  @Benchmark
+  public boolean sluiceUnlogged() {
+    return fx.sluiceUnlogged.tryAcquire(fx.keys[next()]).allowed();
   }
 
   @Benchmark

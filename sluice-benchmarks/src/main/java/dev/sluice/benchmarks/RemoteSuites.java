@@ -231,7 +231,8 @@ final class RemoteSuites {
     r.line("Server: `" + url + "` (shared with other builds running at the same time; its `synchronous_commit` and");
     r.line("`fsync` settings are listed below). Every check is allowed (token bucket, 10^9/s), so every check writes.");
     r.line("Sluice: `JdbcRateLimiter`, one upsert per decision in autocommit, durable (`sluiceDurable`) or with");
-    r.line("`relaxedDurability(true)` (`sluiceRelaxed`: `synchronous_commit = off` for its own transactions only).");
+    r.line("`relaxedDurability(true)` (`sluiceRelaxed`: `synchronous_commit = off` for its own transactions only), or on an");
+    r.line("`UNLOGGED` table (`sluiceUnlogged`); concurrent checks of one key coalesced into one batch statement (`maxBatch` 64).");
     r.line("Bucket4j: `Bucket4jPostgreSQL.selectForUpdateBasedBuilder` and `advisoryLockBasedBuilder`, always durable.");
     r.line("16 pooled connections (HikariCP) per limiter; own tables, dropped afterwards.");
     r.line("");

@@ -85,11 +85,20 @@ class BenchmarkStatesTest {
     b.setUp();
     String sluiceTable = b.fx.sluiceTable;
     String bucket4jTable = b.fx.bucket4jTable;
+    String unloggedTable = b.fx.unloggedTable;
+    String floorTable = b.fx.floorTable;
     try {
       long before = b.fx.sluiceCount.roundTrips();
       assertThat(b.sluiceDurable()).isTrue();
       assertThat(b.fx.sluiceCount.roundTrips() - before).as("one statement per Sluice decision").isEqualTo(1);
       assertThat(b.sluiceRelaxed()).isTrue();
+      assertThat(b.sluiceUnlogged()).isTrue();
+      PostgresProfileBenchmark profile = new PostgresProfileBenchmark();
+      profile.fx = b.fx;
+      profile.keys = b.keys;
+      assertThat(profile.sluiceRelaxedInline()).isTrue();
+      assertThat(profile.floorUpdateDurable()).isTrue();
+      assertThat(profile.floorUpdateRelaxed()).isTrue();
       assertThat(b.bucket4jSelectForUpdate()).isTrue();
       assertThat(b.bucket4jAdvisoryLock()).isTrue();
       assertThat(b.fx.sfuCount.roundTrips()).as("Bucket4j select-for-update on a new row").isGreaterThan(1);
@@ -98,7 +107,8 @@ class BenchmarkStatesTest {
     }
     try (java.sql.Connection c = java.sql.DriverManager.getConnection(PostgresFixture.URL);
          java.sql.ResultSet rs = c.createStatement().executeQuery(
-             "select count(*) from pg_tables where tablename in ('" + sluiceTable + "', '" + bucket4jTable + "')")) {
+             "select count(*) from pg_tables where tablename in ('" + sluiceTable + "', '" + bucket4jTable + "', '" + unloggedTable
+                 + "', '" + floorTable + "')")) {
       rs.next();
       assertThat(rs.getInt(1)).as("the fixture drops the tables it created").isZero();
     }

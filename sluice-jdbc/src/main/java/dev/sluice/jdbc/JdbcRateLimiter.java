@@ -12,6 +12,7 @@ import dev.sluice.spi.StoreBackedRateLimiter;
 import dev.sluice.spi.StoreNotReachedException;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -23,6 +24,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 
@@ -31,7 +33,10 @@ import javax.sql.DataSource;
  * statement: {@code INSERT ... ON CONFLICT DO UPDATE ... WHERE ... RETURNING}, in autocommit. The
  * statement computes exactly the step of {@link ReferenceModel} (same state, same integer
  * arithmetic), on the row it locked, so two racing consumers of the last permit resolve to exactly
- * one winner; a refusal writes nothing.
+ * one winner; a refusal writes nothing. Concurrent acquires of one key in this process are coalesced
+ * outside tenant mode ({@link Builder#maxBatch}, default {@value StoreBackedRateLimiter#MAX_BATCH}, 1 turns it off): one
+ * statement ({@code PostgresSql.batch}) decides a batch in arrival order, each request exactly as the
+ * model decides it after the ones before it.
  *
  * <pre>{@code
  * HikariDataSource ds = new HikariDataSource(config);
@@ -111,11 +116,15 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   /** The statement runs on the executor (so the deadline holds even for a sync call); this thread waits at most until the deadline. */
   @Override protected StepResult step(Policy p, Step step, String key, long permits, long stamp, long now, long deadline)
       throws Exception {
-    CompletableFuture<StepResult> f = submit(call(p, step, key, permits, now, deadline), stamp);
+    return await(submit(call(p, step, key, permits, now, deadline), stamp), deadline);
+  }
+
+  /** Waits for {@code f} until the deadline; at the deadline it is cancelled, so a statement not yet started is never run. */
+  private static <T> T await(CompletableFuture<T> f, long deadline) throws Exception {
     try {
       return f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
     } catch (TimeoutException e) {
-      f.cancel(false); // a statement not yet started is then never run
+      f.cancel(false);
       throw e;
     } catch (ExecutionException e) {
       throw unwrap(e.getCause());
@@ -131,6 +140,48 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     } catch (StoreNotReachedException e) {
       return CompletableFuture.failedFuture(e);
     }
+  }
+
+  /** A coalesced batch: one statement ({@code PostgresSql.batch}) on the executor, waited for until the deadline. */
+  @Override protected StepResult[] stepBatch(Policy p, String key, long[] permits, long now, long deadline) throws Exception {
+    return await(submitBatch(batchCall(p, key, permits, now, deadline)), deadline);
+  }
+
+  @Override protected CompletableFuture<StepResult[]> stepBatchAsync(Policy p, String key, long[] permits, long now, long deadline) {
+    PostgresCall call = batchCall(p, key, permits, now, deadline);
+    try {
+      return submitBatch(call);
+    } catch (StoreNotReachedException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /**
+   * The statements run on the executor and hold no caller's thread: the pipeline sends a coalesced
+   * batch (sync and async requests alike) from the thread that finished the call before it, and
+   * async acquires for one key coalesce, in issue order.
+   */
+  @Override protected boolean stepsAsync() {
+    return true;
+  }
+
+  /**
+   * Not in tenant mode: a lane is one (policy, key), whatever the tenant, and a batch is sent from
+   * whichever thread finished the call before it, not each caller's; its tenant could not be each
+   * request's own. Tenant-mode acquires each run their own statement.
+   */
+  @Override protected boolean batches(Policy p) {
+    return tenant == null;
+  }
+
+  private PostgresCall batchCall(Policy p, String key, long[] permits, long now, long deadline) {
+    long least = Long.MAX_VALUE;
+    for (long n : permits) {
+      least = Math.min(least, n);
+    }
+    PostgresCall c = call(p, Step.ACQUIRE, key, least, now, deadline);
+    c.batch = permits;
+    return c;
   }
 
   @Override protected void delete(Policy p, String key, long deadline) throws Exception {
@@ -162,36 +213,52 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   }
 
   private CompletableFuture<StepResult> submit(PostgresCall call, long stamp) {
-    try {
-      return CompletableFuture.supplyAsync(() -> run(call, stamp), executor);
-    } catch (RejectedExecutionException e) {
-      throw new StoreNotReachedException("the limiter's executor refused the statement", e);
-    }
+    return submit(call, () -> switch (call.op) {
+      case ACQUIRE -> statements.acquire(call);
+      case PEEK -> statements.peek(call);
+      case REFUND, OVERRUN -> StepResult.decided(false, 0, 0, 0, 0, statements.refund(call, stamp));
+      default -> throw new IllegalStateException("not a decision: " + call.op);
+    }, corrupt -> corrupt);
   }
 
-  /** Runs on the executor: the statement(s) of one call; a malformed row is corrupt state, nothing written. */
-  private StepResult run(PostgresCall call, long stamp) {
-    if (System.nanoTime() - call.deadline >= 0) {
-      // The caller has been answered with a timeout; do not touch the store.
-      throw new CompletionException(new StoreNotReachedException("the deadline passed before the statement started"));
-    }
+  private CompletableFuture<StepResult[]> submitBatch(PostgresCall call) {
+    return submit(call, () -> call.batch.length == 1 ? new StepResult[] {statements.acquire(call)} : statements.batch(call),
+        corrupt -> {
+          StepResult[] rs = new StepResult[call.batch.length];
+          Arrays.fill(rs, corrupt);
+          return rs;
+        });
+  }
+
+  /** The JDBC work of one call. */
+  private interface Work<T> {
+    T run() throws SQLException;
+  }
+
+  /**
+   * Runs {@code work} on the executor; a malformed row is corrupt state ({@code corrupt} makes the
+   * call's result of it), nothing written. A call whose caller was already answered never runs.
+   */
+  private <T> CompletableFuture<T> submit(PostgresCall call, Work<T> work, Function<StepResult, T> corrupt) {
     try {
-      return switch (call.op) {
-        case ACQUIRE -> statements.acquire(call);
-        case PEEK -> statements.peek(call);
-        case REFUND, OVERRUN -> {
-          boolean applied = statements.refund(call, stamp);
-          yield StepResult.decided(false, 0, 0, 0, 0, applied);
+      return CompletableFuture.supplyAsync(() -> {
+        if (System.nanoTime() - call.deadline >= 0) {
+          // The caller has been answered with a timeout; do not touch the store.
+          throw new CompletionException(new StoreNotReachedException("the deadline passed before the statement started"));
         }
-        default -> throw new IllegalStateException("not a decision: " + call.op);
-      };
-    } catch (StoreFailure f) {
-      if (f.reason == Reason.CORRUPT_STATE) {
-        return StepResult.corrupt("the row of the key is not a state Sluice wrote");
-      }
-      throw new CompletionException(f.getCause() != null ? f.getCause() : f);
-    } catch (SQLException e) {
-      throw new CompletionException(e);
+        try {
+          return work.run();
+        } catch (StoreFailure f) {
+          if (f.reason == Reason.CORRUPT_STATE) {
+            return corrupt.apply(StepResult.corrupt("the row of the key is not a state Sluice wrote"));
+          }
+          throw new CompletionException(f.getCause() != null ? f.getCause() : f);
+        } catch (SQLException e) {
+          throw new CompletionException(e);
+        }
+      }, executor);
+    } catch (RejectedExecutionException e) {
+      throw new StoreNotReachedException("the limiter's executor refused the statement", e);
     }
   }
 
@@ -348,6 +415,11 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
 
     @Override protected Builder self() {
       return this;
+    }
+
+    /** PostgreSQL decides coalesced batches in one statement ({@code PostgresSql.batch}). */
+    @Override protected boolean batches() {
+      return true;
     }
 
     /** The table (default {@value JdbcRateLimiter#DEFAULT_TABLE}); a plain identifier, optionally schema-qualified. */

@@ -4,7 +4,7 @@ import dev.sluice.Policy;
 
 /** One call's inputs, read on the caller's thread and handed to the worker that runs its statements. */
 final class PostgresCall {
-  enum Op { ACQUIRE, PEEK, REFUND, OVERRUN, RESET, ADMIN }
+  enum Op { ACQUIRE, BATCH, PEEK, REFUND, OVERRUN, RESET, ADMIN }
 
   final Op op;
   final Policy policy;
@@ -19,6 +19,8 @@ final class PostgresCall {
   /** The ticker's reading, epoch microseconds; unused (0) when the server's clock decides. */
   long now;
   boolean invalidClock;
+  /** A coalesced batch's permits, in arrival order ({@code Op.BATCH}; {@code permits} is their smallest). */
+  long[] batch;
 
   PostgresCall(Op op, Policy policy, String key, long permits, int alg, String tenant, long deadline) {
     this.op = op;

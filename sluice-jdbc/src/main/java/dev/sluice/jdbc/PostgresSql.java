@@ -115,6 +115,100 @@ final class PostgresSql {
   /** The state and configuration an allowed acquire wrote. */
   record Written(long s0, long s1, long s2, long p1, long p2, long p3, boolean pinned) {}
 
+  /**
+   * A coalesced batch of acquires ({@code {ns}}, a bigint array, in arrival order) decided in one
+   * statement, as the reference model decides that sequence at one instant: the same step as
+   * {@link #acquire}, folded over the requests by a recursive CTE, each request on the state the one
+   * before it left (a refusal leaves it unchanged), and the final state written once.
+   *
+   * <pre>
+   * WITH RECURSIVE c, q (the requests, numbered), cur (the row as of the snapshot),
+   *      lk   AS (SELECT the row FOR UPDATE WHERE the snapshot admits the smallest request), -- (1)
+   *      base AS (the locked row, else the snapshot's, else no row),
+   *      fold AS (request 0: base; request i: the step on request i-1's state),
+   *      upd  AS (UPDATE the locked row to the last state, when a request was admitted),
+   *      ins  AS (INSERT it when there was no row; ON CONFLICT DO NOTHING)
+   * SELECT one row per request: its verdict and the state it was decided on
+   * </pre>
+   * (1) is the single statement's snapshot pre-check: a refusal never changes a state and a larger
+   * request never fits where a smaller one does not, so when the snapshot refuses the smallest
+   * request it refuses all of them, and nothing is locked or written. Otherwise the row is locked
+   * and the fold runs on its latest committed version, so the verdicts are exact even when another
+   * writer committed after the snapshot. The two cases that write nothing although a request fitted
+   * (a row inserted, or deleted by the sweep, by another writer since the snapshot) come back with
+   * {@code wrote = 0} and the caller asks again.
+   */
+  Bound batch(int alg) {
+    String snapshotL1 = "SELECT c.now AS now, (SELECT min(q.n) FROM q) AS n," + configuration("cur", i -> "{p" + i + "}") + ","
+        + stateOf("cur", "{alg}");
+    String foldL1 = "SELECT c.now AS now, q.n AS n, base.p1 AS p1, base.p2 AS p2, base.p3 AS p3, w.s0 AS s0, w.s1 AS s1,"
+        + " w.s2 AS s2 FROM c";
+    String any = "(SELECT bool_or(fold.ok) FROM fold)";
+    String sql = prefix()
+        + "WITH RECURSIVE c AS (SELECT " + now() + " AS now" + durability() + "),\n"
+        + "q AS (SELECT u.n, u.i FROM unnest({ns}::bigint[]) WITH ORDINALITY AS u(n, i)),\n"
+        + "cur AS (SELECT " + ROW_COLS + " FROM " + table + " WHERE " + pk("") + "),\n"
+        + "lk AS MATERIALIZED (SELECT " + ROW_COLS + " FROM " + table + " WHERE " + pk("") + "\n"
+        + "  AND (SELECT CASE WHEN (NOT cur.pinned OR cur.alg = {alg}) AND " + wellFormed("cur")
+        + " THEN (SELECT y.ok FROM (" + step(alg, snapshotL1) + ") y) ELSE false END FROM c, cur)\n"
+        + "  FOR UPDATE),\n"
+        + "x AS (SELECT 1 AS kind, lk.* FROM lk UNION ALL SELECT 2, cur.* FROM cur WHERE NOT EXISTS (SELECT 1 FROM lk)),\n"
+        + "base AS (SELECT x.kind, x.alg, x.pinned, " + wellFormed("x") + " AS wf,"
+        + " x.alg IS NULL OR ((NOT x.pinned OR x.alg = {alg}) AND " + wellFormed("x") + ") AS good,"
+        + configuration("x", i -> "{p" + i + "}") + "," + stateOf("x", "{alg}") + " FROM c LEFT JOIN x ON true),\n"
+        + "fold (i, ok, s0, s1, s2, exp, b0, b1, b2) AS (\n"
+        + "  SELECT 0::bigint, false, base.s0, base.s1, base.s2, 0::bigint, 0::bigint, 0::bigint, 0::bigint FROM base WHERE base.good\n"
+        + "  UNION ALL\n"
+        + "  SELECT q.i, y.ok, CASE WHEN y.ok THEN y.s0 ELSE w.s0 END, CASE WHEN y.ok THEN y.s1 ELSE w.s1 END,"
+        + " CASE WHEN y.ok THEN y.s2 ELSE w.s2 END, CASE WHEN y.ok THEN y.exp ELSE w.exp END, w.s0, w.s1, w.s2\n"
+        + "  FROM fold w JOIN q ON q.i = w.i + 1 CROSS JOIN base, LATERAL (" + step(alg, foldL1) + ") y),\n"
+        + "fin AS (SELECT fold.s0, fold.s1, fold.s2, fold.exp FROM fold ORDER BY fold.i DESC LIMIT 1),\n"
+        + "upd AS (UPDATE " + table + " AS r SET (s0, s1, s2, expires_at, alg, p1, p2, p3, version, updated_at) =\n"
+        + "    (SELECT fin.s0, fin.s1, fin.s2, fin.exp, {alg}, base.p1, base.p2, base.p3, r.version + 1, c.now FROM fin, base, c)\n"
+        + "  FROM base WHERE " + pk("r.") + " AND base.kind = 1 AND " + any + " RETURNING 1),\n"
+        + "ins AS (INSERT INTO " + table + " AS r (tenant, policy_id, key_id, alg, p1, p2, p3, pinned, s0, s1, s2, expires_at, version, updated_at)\n"
+        + "  SELECT " + tenant() + ", {pid}, {kid}, {alg}, base.p1, base.p2, base.p3, false, fin.s0, fin.s1, fin.s2, fin.exp, 1, c.now"
+        + " FROM base, fin, c WHERE base.kind IS NULL AND " + any + "\n"
+        + "  ON CONFLICT (tenant, policy_id, key_id) DO NOTHING RETURNING 1)\n"
+        + "SELECT c.now AS now, base.alg AS b_alg, base.pinned AS b_pinned, base.wf AS b_ok, base.p1 AS b_p1, base.p2 AS b_p2,"
+        + " base.p3 AS b_p3, (SELECT count(*) FROM upd) + (SELECT count(*) FROM ins) AS wrote,"
+        + " w.i AS i, w.ok AS ok, w.b0 AS s0, w.b1 AS s1, w.b2 AS s2\n"
+        + "FROM c CROSS JOIN base LEFT JOIN fold w ON w.i > 0 ORDER BY w.i";
+    return new Bound(sql);
+  }
+
+  /**
+   * The batch statement's rows: the time, the row the fold started from ({@code alg} 0 when the key
+   * had none; {@code wellFormed}; its pinned configuration), whether it wrote, and for each request
+   * (none when the row is malformed or pinned to another algorithm) its verdict and the state it was
+   * decided on.
+   */
+  record BatchRows(long now, int alg, boolean pinned, boolean wellFormed, long p1, long p2, long p3, boolean wrote,
+                   boolean[] ok, long[][] before) {
+    static BatchRows read(ResultSet rs, int n) throws SQLException {
+      boolean[] ok = new boolean[n];
+      long[][] before = new long[n][];
+      rs.next();
+      long now = rs.getLong("now");
+      int alg = rs.getShort("b_alg");
+      boolean pinned = rs.getBoolean("b_pinned");
+      boolean wf = alg == 0 || rs.getBoolean("b_ok");
+      long p1 = rs.getLong("b_p1"), p2 = rs.getLong("b_p2"), p3 = rs.getLong("b_p3");
+      boolean wrote = rs.getLong("wrote") > 0;
+      int rows = 0;
+      do {
+        long i = rs.getLong("i");
+        if (rs.wasNull()) {
+          break;
+        }
+        ok[(int) i - 1] = rs.getBoolean("ok");
+        before[(int) i - 1] = new long[] {rs.getLong("s0"), rs.getLong("s1"), rs.getLong("s2")};
+        rows++;
+      } while (rs.next());
+      return new BatchRows(now, alg, pinned, wf, p1, p2, p3, wrote, ok, rows == n ? before : null);
+    }
+  }
+
   /** The row as of the statement's snapshot, and the time: no write, no lock. */
   Bound peek() {
     String sql = prefix()

@@ -15,6 +15,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.concurrent.Executor;
 import javax.sql.DataSource;
 
@@ -37,6 +38,7 @@ final class PostgresStatements {
   private final String defaultPolicyName;
   private final String defaultPolicyId;
   private final PostgresSql.Bound[] acquireSql = new PostgresSql.Bound[5];
+  private final PostgresSql.Bound[] batchSql = new PostgresSql.Bound[5];
   private final PostgresSql.Bound[] refundSql = new PostgresSql.Bound[5];
   private final PostgresSql.Bound[] overrunSql = new PostgresSql.Bound[5];
   private final PostgresSql.Bound peekSql;
@@ -53,6 +55,7 @@ final class PostgresStatements {
     this.defaultPolicyId = StoredId.policy(defaultPolicy.name());
     for (int alg = ALG_FIXED; alg <= PostgresRow.ALG_GCRA; alg++) {
       acquireSql[alg] = sql.acquire(alg);
+      batchSql[alg] = sql.batch(alg);
       refundSql[alg] = sql.refund(alg);
       overrunSql[alg] = sql.overrun(alg);
     }
@@ -113,6 +116,86 @@ final class PostgresStatements {
         if (attempt >= RACE_ATTEMPTS || System.nanoTime() - call.deadline >= 0) {
           return decided(StepResult.decided(false, 0, out.resetAt(), 0, 0, false), eff, call.policy);
         }
+      }
+    }
+  }
+
+  /**
+   * A coalesced batch ({@link PostgresSql#batch}): one statement decides every request in order on
+   * the row it locked. The verdicts come from the statement; each request's fields from the
+   * reference model on the state the statement decided it on, which must give the same verdict and
+   * leave the state the statement decided the next one on (else the batch fails closed: the SQL
+   * and the model disagree). A row pinned to another algorithm is decided request by request.
+   */
+  StepResult[] batch(PostgresCall call) throws SQLException {
+    Policy p = call.policy;
+    int alg = call.alg;
+    long[] ns = call.batch;
+    StepResult[] rs = new StepResult[ns.length];
+    String pid = policyId(p);
+    String kid = StoredId.key(p.name(), call.key);
+    PostgresSql.Bound sql = batchSql[alg];
+    try (Connection c = connection()) {
+      for (int attempt = 1; ; attempt++) {
+        PostgresSql.BatchRows rows;
+        try (PreparedStatement ps = c.prepareStatement(sql.sql)) {
+          Long[] boxed = new Long[ns.length];
+          for (int i = 0; i < ns.length; i++) {
+            boxed[i] = ns[i];
+          }
+          java.sql.Array array = c.createArrayOf("int8", boxed);
+          sql.bind(ps, (st, j, name) -> {
+            if (name.equals("ns")) {
+              st.setArray(j, array);
+            } else {
+              bindOne(st, j, name, call, pid, kid, alg, p.algorithm(), 0, 0);
+            }
+          });
+          try (ResultSet r = mainResult(ps)) {
+            rows = PostgresSql.BatchRows.read(r, ns.length);
+          }
+        }
+        if (!rows.wellFormed()) {
+          throw new StoreFailure(Reason.CORRUPT_STATE, null);
+        }
+        Policy eff = rows.pinned() ? PostgresRow.pinnedPolicy(p, rows.alg(), rows.p1(), rows.p2(), rows.p3()) : p;
+        if (rows.before() == null) {
+          // pinned to another algorithm: each request alone, in order, as the single statement decides it
+          for (int i = 0; i < ns.length; i++) {
+            PostgresCall one = new PostgresCall(PostgresCall.Op.ACQUIRE, p, call.key, ns[i], alg, call.tenant, call.deadline);
+            one.now = call.now;
+            rs[i] = acquire(c, one, p, alg);
+          }
+          return rs;
+        }
+        boolean admitted = false;
+        for (boolean ok : rows.ok()) {
+          admitted |= ok;
+        }
+        if (admitted && !rows.wrote()) {
+          // another writer inserted (or the sweep deleted) the row after this statement's snapshot:
+          // nothing was written; ask again (rare: bounded by count and deadline)
+          if (attempt < RACE_ATTEMPTS && System.nanoTime() - call.deadline < 0) {
+            continue;
+          }
+          Arrays.fill(rs, decided(StepResult.decided(false, 0, 0, 0, 0, false), eff, p));
+          return rs;
+        }
+        Outcome out = new Outcome();
+        long[] st = rows.before()[0].clone();
+        for (int i = 0; i < ns.length; i++) {
+          if (!Arrays.equals(st, rows.before()[i])) {
+            Arrays.fill(rs, StepResult.corrupt("the batch statement and the reference model disagree at request " + i));
+            return rs;
+          }
+          ReferenceModel.acquire(eff.algorithm(), st, rows.now(), ns[i], out);
+          if (!out.corrupt() && !out.invalidClock() && out.allowed() != rows.ok()[i]) {
+            Arrays.fill(rs, StepResult.corrupt("the batch statement and the reference model disagree at request " + i));
+            return rs;
+          }
+          rs[i] = out.corrupt() || out.invalidClock() ? StepResult.of(out) : decided(StepResult.of(out), eff, p);
+        }
+        return rs;
       }
     }
   }
@@ -233,20 +316,23 @@ final class PostgresStatements {
 
   private static void bind(PreparedStatement ps, PostgresSql.Bound sql, PostgresCall call, String pid, String kid, int alg,
                            Algorithm a, long n, long stamp) throws SQLException {
-    sql.bind(ps, (st, j, name) -> {
-      switch (name) {
-        case "now" -> st.setLong(j, call.now);
-        case "tenant" -> st.setString(j, call.tenant);
-        case "pid" -> st.setString(j, pid);
-        case "kid" -> st.setString(j, kid);
-        case "alg" -> st.setShort(j, (short) alg);
-        case "p1" -> st.setLong(j, PostgresRow.param(a, 1));
-        case "p2" -> st.setLong(j, PostgresRow.param(a, 2));
-        case "p3" -> st.setLong(j, PostgresRow.param(a, 3));
-        case "n" -> st.setLong(j, n);
-        case "stamp" -> st.setLong(j, stamp);
-        default -> throw new IllegalStateException("unbound parameter " + name);
-      }
-    });
+    sql.bind(ps, (st, j, name) -> bindOne(st, j, name, call, pid, kid, alg, a, n, stamp));
+  }
+
+  private static void bindOne(PreparedStatement st, int j, String name, PostgresCall call, String pid, String kid, int alg,
+                              Algorithm a, long n, long stamp) throws SQLException {
+    switch (name) {
+      case "now" -> st.setLong(j, call.now);
+      case "tenant" -> st.setString(j, call.tenant);
+      case "pid" -> st.setString(j, pid);
+      case "kid" -> st.setString(j, kid);
+      case "alg" -> st.setShort(j, (short) alg);
+      case "p1" -> st.setLong(j, PostgresRow.param(a, 1));
+      case "p2" -> st.setLong(j, PostgresRow.param(a, 2));
+      case "p3" -> st.setLong(j, PostgresRow.param(a, 3));
+      case "n" -> st.setLong(j, n);
+      case "stamp" -> st.setLong(j, stamp);
+      default -> throw new IllegalStateException("unbound parameter " + name);
+    }
   }
 }

@@ -20,11 +20,6 @@ class PostgresConformanceTest extends RateLimiterContract {
     return JdbcRateLimiter.builder(policy, db.ds()).table(db.table()).ticker(ticker).timeout(Duration.ofSeconds(20)).build();
   }
 
-  /** Async statements run in parallel on the limiter's executor: concurrent calls reach the database in any order. */
-  @Override protected boolean decidesAsyncCallsInIssueOrder() {
-    return false;
-  }
-
   @Override protected boolean supports(Algorithm algorithm) {
     return !(algorithm instanceof Algorithm.SlidingLog);
   }

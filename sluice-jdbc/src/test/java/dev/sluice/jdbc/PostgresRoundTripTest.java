@@ -25,32 +25,65 @@ class PostgresRoundTripTest {
 
   @Test
   void everyDecisionIsOneRoundTripInPlainAndInTenantMode() throws Exception {
+    Policy p = Policy.gcra(PostgresTestSupport.name("round-trip"), 5, Duration.ofSeconds(10), 5);
+    long[] trips = roundTripsInBothModes(p, l -> {
+      int allowed = 0;
+      for (int i = 0; i < 12; i++) {
+        allowed += l.tryAcquire("user:1").allowed() ? 1 : 0; // 5 allowed, 7 refused
+      }
+      l.peek("user:1");
+      assertThat(allowed).isEqualTo(5);
+    });
+    System.err.printf("[round trips] 13 calls: plain mode %d round trips, tenant mode %d%n", trips[0], trips[1]);
+    assertThat(trips).containsExactly(13, 13);
+  }
+
+  /**
+   * Issue 18: a coalesced batch (the batch statement, its permits sent as one array) is one round
+   * trip on the wire, in plain and in tenant mode, however many requests it decides.
+   */
+  @Test
+  void aCoalescedBatchIsOneRoundTripInPlainAndInTenantMode() throws Exception {
+    Policy p = Policy.tokenBucket(PostgresTestSupport.name("batch-trips"), 20, 1, Duration.ofMinutes(1));
+    long[] trips = roundTripsInBothModes(p, l -> {
+      long admitted = 0;
+      for (int b = 0; b < 4; b++) { // a new row, then the row locked twice, then every request refused unlocked
+        for (dev.sluice.spi.StepResult r : l.stepBatch(p, "user:1", new long[] {3, 1, 4, 1, 5}, 0,
+            System.nanoTime() + Duration.ofSeconds(5).toNanos())) {
+          admitted += r.allowed() ? 1 : 0;
+        }
+      }
+      // 20 tokens: all five (14), then 3, 1, 1 (19), then the last 1 (20), then none
+      assertThat(admitted).isEqualTo(5 + 3 + 1);
+    });
+    System.err.printf("[round trips] 4 batches of 5: plain mode %d round trips, tenant mode %d%n", trips[0], trips[1]);
+    assertThat(trips).containsExactly(4, 4);
+  }
+
+  /** Calls made on a limiter. */
+  private interface Calls {
+    void on(JdbcRateLimiter limiter) throws Exception;
+  }
+
+  /** The round trips {@code calls} took on a plain-mode and on a tenant-mode limiter of {@code p}, through a proxy. */
+  private static long[] roundTripsInBothModes(Policy p, Calls calls) throws Exception {
     PostgresTestSupport.requireServer();
-    URI target = URI.create(PostgresTestSupport.URL.substring("jdbc:".length()));
     String table = PostgresTestSupport.tableName();
-    try (Proxy proxy = new Proxy(target.getHost(), target.getPort())) {
-      String db = target.getPath();
-      String url = "jdbc:postgresql://127.0.0.1:" + proxy.port() + db
-          + "?user=postgres&sslmode=disable&assumeMinServerVersion=15";
-      PostgresUnpooledDataSource ds = new PostgresUnpooledDataSource(url);
-      Policy p = Policy.gcra(PostgresTestSupport.name("round-trip"), 5, Duration.ofSeconds(10), 5);
+    try (Proxy proxy = Proxy.toTestServer()) {
+      PostgresUnpooledDataSource ds = proxy.dataSource();
       try (JdbcRateLimiter plain = JdbcRateLimiter.builder(p, ds).table(table).timeout(Duration.ofSeconds(5)).build();
            JdbcRateLimiter tenant = JdbcRateLimiter.builder(p, ds).table(table).tenant(() -> "acme")
                .timeout(Duration.ofSeconds(5)).build()) {
         plain.applySchema();
-        for (JdbcRateLimiter l : new JdbcRateLimiter[] {plain, tenant}) {
+        long[] trips = new long[2];
+        JdbcRateLimiter[] modes = {plain, tenant};
+        for (int m = 0; m < 2; m++) {
           long z0 = proxy.readyForQuery.get();
           long c0 = ds.opened.get();
-          int allowed = 0;
-          for (int i = 0; i < 12; i++) {
-            allowed += l.tryAcquire("user:1").allowed() ? 1 : 0; // 5 allowed, 7 refused
-          }
-          l.peek("user:1");
-          long roundTrips = proxy.readyForQuery.get() - z0 - (ds.opened.get() - c0); // minus one per connection start-up
-          System.err.printf("[round trips] %s mode: 13 calls, %d round trips%n", l == plain ? "plain" : "tenant", roundTrips);
-          assertThat(allowed).isEqualTo(5);
-          assertThat(roundTrips).isEqualTo(13);
+          calls.on(modes[m]);
+          trips[m] = roundTrips(proxy, ds, z0, c0);
         }
+        return trips;
       }
     } finally {
       PostgresTestSupport.drop(PostgresTestSupport.URL, table);
@@ -65,12 +98,9 @@ class PostgresRoundTripTest {
   @Test
   void aSettlementIsOneRoundTripLikeAnAcquire() throws Exception {
     PostgresTestSupport.requireServer();
-    URI target = URI.create(PostgresTestSupport.URL.substring("jdbc:".length()));
     String table = PostgresTestSupport.tableName();
-    try (Proxy proxy = new Proxy(target.getHost(), target.getPort())) {
-      String url = "jdbc:postgresql://127.0.0.1:" + proxy.port() + target.getPath()
-          + "?user=postgres&sslmode=disable&assumeMinServerVersion=15";
-      PostgresUnpooledDataSource ds = new PostgresUnpooledDataSource(url);
+    try (Proxy proxy = Proxy.toTestServer()) {
+      PostgresUnpooledDataSource ds = proxy.dataSource();
       Policy p = Policy.slidingWindow(PostgresTestSupport.name("settle-trips"), 100, Duration.ofMinutes(10));
       try (JdbcRateLimiter l = JdbcRateLimiter.builder(p, ds).table(table).timeout(Duration.ofSeconds(5)).build()) {
         l.applySchema();
@@ -108,6 +138,7 @@ class PostgresRoundTripTest {
     private final ServerSocket server;
     private final String host;
     private final int targetPort;
+    private String path;
 
     Proxy(String host, int targetPort) throws IOException {
       this.host = host;
@@ -120,6 +151,20 @@ class PostgresRoundTripTest {
 
     int port() {
       return server.getLocalPort();
+    }
+
+    /** A proxy to the test server (SLUICE_POSTGRES_URL). */
+    static Proxy toTestServer() throws IOException {
+      URI target = URI.create(PostgresTestSupport.URL.substring("jdbc:".length()));
+      Proxy p = new Proxy(target.getHost(), target.getPort());
+      p.path = target.getPath();
+      return p;
+    }
+
+    /** A new connection through this proxy per {@code getConnection()}. */
+    PostgresUnpooledDataSource dataSource() {
+      return new PostgresUnpooledDataSource("jdbc:postgresql://127.0.0.1:" + port() + path
+          + "?user=postgres&sslmode=disable&assumeMinServerVersion=15");
     }
 
     private void acceptLoop() {

@@ -3,7 +3,6 @@ package dev.sluice.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.sluice.Decision;
 import dev.sluice.Path;
 import dev.sluice.Policy;
@@ -15,62 +14,20 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Tenant mode under row-level security, exercised as an ordinary role (no superuser, no BYPASSRLS:
- * either would bypass RLS and prove nothing). The role is created here and dropped afterwards.
+ * either would bypass RLS and prove nothing), from {@link PostgresRlsTable}.
  */
 class PostgresTenantTest {
-  static String table;
-  static String role;
-  static HikariDataSource asRole;
-
-  @BeforeAll static void setUp() throws Exception {
-    PostgresTestSupport.requireServer();
-    table = PostgresTestSupport.tableName();
-    role = "sluice_pg_role_" + Long.toHexString(ThreadLocalRandom.current().nextLong() >>> 1);
-    try (Connection c = DriverManager.getConnection(PostgresTestSupport.URL); Statement s = c.createStatement()) {
-      s.execute("CREATE ROLE " + role + " LOGIN NOSUPERUSER NOBYPASSRLS");
-    }
-    // The schema is applied by the owner (postgres); the application role only gets DML.
-    try (HikariDataSource owner = PostgresTestSupport.pool(PostgresTestSupport.URL, 1)) {
-      JdbcRateLimiter.builder(Policy.fixedWindow("schema", 1, Duration.ofSeconds(1)), owner).table(table)
-          .tenant(() -> "owner").build().applySchema();
-      try (Connection c = owner.getConnection(); Statement s = c.createStatement()) {
-        s.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON " + table + " TO " + role);
-      }
-    }
-    asRole = PostgresTestSupport.pool(roleUrl(), 4);
-  }
-
-  @AfterAll static void tearDown() throws Exception {
-    if (asRole != null) {
-      asRole.close();
-    }
-    if (table != null) {
-      PostgresTestSupport.drop(PostgresTestSupport.URL, table);
-    }
-    if (role != null) {
-      try (Connection c = DriverManager.getConnection(PostgresTestSupport.URL); Statement s = c.createStatement()) {
-        s.execute("DROP ROLE IF EXISTS " + role);
-      } catch (SQLException e) {
-        System.err.println("could not drop role " + role + ": " + e.getMessage());
-      }
-    }
-  }
-
-  static String roleUrl() {
-    return PostgresTestSupport.URL.replace("user=postgres", "user=" + role);
-  }
+  @RegisterExtension static final PostgresRlsTable db = new PostgresRlsTable(4);
 
   @Test
   void theTestRoleIsNeitherSuperuserNorBypassesRls() throws SQLException {
-    try (Connection c = asRole.getConnection(); Statement s = c.createStatement();
+    try (Connection c = db.asRole().getConnection(); Statement s = c.createStatement();
          ResultSet rs = s.executeQuery("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")) {
       rs.next();
       assertThat(rs.getBoolean(1)).isFalse();
@@ -82,9 +39,9 @@ class PostgresTenantTest {
   void tenantsCanNeitherReadNorWriteEachOthersRows() throws Exception {
     Policy p = Policy.fixedWindow(PostgresTestSupport.name("tenant"), 3, Duration.ofHours(1));
     AtomicReference<String> current = new AtomicReference<>("acme");
-    try (JdbcRateLimiter acme = JdbcRateLimiter.builder(p, asRole).table(table).tenant(() -> "acme").build();
-         JdbcRateLimiter globex = JdbcRateLimiter.builder(p, asRole).table(table).tenant(() -> "globex").build();
-         JdbcRateLimiter perRequest = JdbcRateLimiter.builder(p, asRole).table(table).tenant(current::get).build()) {
+    try (JdbcRateLimiter acme = JdbcRateLimiter.builder(p, db.asRole()).table(db.table()).tenant(() -> "acme").build();
+         JdbcRateLimiter globex = JdbcRateLimiter.builder(p, db.asRole()).table(db.table()).tenant(() -> "globex").build();
+         JdbcRateLimiter perRequest = JdbcRateLimiter.builder(p, db.asRole()).table(db.table()).tenant(current::get).build()) {
       for (int i = 0; i < 3; i++) {
         assertThat(acme.tryAcquire("user:1").allowed()).isTrue();
       }
@@ -99,33 +56,33 @@ class PostgresTenantTest {
     }
 
     String acmeKey = StoredId.key(p.name(), "user:1");
-    try (Connection c = asRole.getConnection(); Statement s = c.createStatement()) {
+    try (Connection c = db.asRole().getConnection(); Statement s = c.createStatement()) {
       // No tenant bound: nothing is visible.
-      assertThat(count(s, "SELECT count(*) FROM " + table)).isZero();
+      assertThat(count(s, "SELECT count(*) FROM " + db.table())).isZero();
       c.setAutoCommit(false);
       s.execute("SELECT set_config('sluice.tenant', 'globex', true)");
-      assertThat(count(s, "SELECT count(*) FROM " + table + " WHERE tenant = 'acme'")).as("cross-tenant read").isZero();
-      assertThat(count(s, "SELECT count(*) FROM " + table + " WHERE key_id = '" + acmeKey + "'"))
+      assertThat(count(s, "SELECT count(*) FROM " + db.table() + " WHERE tenant = 'acme'")).as("cross-tenant read").isZero();
+      assertThat(count(s, "SELECT count(*) FROM " + db.table() + " WHERE key_id = '" + acmeKey + "'"))
           .as("only globex's own row (after its reset: none)").isZero();
-      assertThat(s.executeUpdate("UPDATE " + table + " SET s1 = 0 WHERE tenant = 'acme'")).as("cross-tenant update").isZero();
-      assertThat(s.executeUpdate("DELETE FROM " + table + " WHERE tenant = 'acme'")).as("cross-tenant delete").isZero();
-      assertThatThrownBy(() -> s.executeUpdate("INSERT INTO " + table
+      assertThat(s.executeUpdate("UPDATE " + db.table() + " SET s1 = 0 WHERE tenant = 'acme'")).as("cross-tenant update").isZero();
+      assertThat(s.executeUpdate("DELETE FROM " + db.table() + " WHERE tenant = 'acme'")).as("cross-tenant delete").isZero();
+      assertThatThrownBy(() -> s.executeUpdate("INSERT INTO " + db.table()
           + " (tenant, policy_id, key_id, alg, p1, p2, p3, s0, s1, s2, expires_at, version, updated_at)"
           + " VALUES ('acme', 'x', 'y', 1, 1, 1000, 0, 1, 1, 0, 1, 1, 1)"))
           .as("cross-tenant insert").isInstanceOf(SQLException.class).hasMessageContaining("row-level security");
       c.rollback();
       s.execute("SELECT set_config('sluice.tenant', 'globex', true)");
-      try (JdbcRateLimiter globex = JdbcRateLimiter.builder(p, asRole).table(table).tenant(() -> "globex").build()) {
+      try (JdbcRateLimiter globex = JdbcRateLimiter.builder(p, db.asRole()).table(db.table()).tenant(() -> "globex").build()) {
         globex.tryAcquire("user:2");
       }
-      assertThatThrownBy(() -> s.executeUpdate("UPDATE " + table + " SET tenant = 'acme'"))
+      assertThatThrownBy(() -> s.executeUpdate("UPDATE " + db.table() + " SET tenant = 'acme'"))
           .as("moving a row into another tenant").isInstanceOf(SQLException.class).hasMessageContaining("row-level security");
       c.rollback();
     }
 
     // The owner (superuser) still sees acme's row untouched: count 3 in the current window.
     try (Connection c = DriverManager.getConnection(PostgresTestSupport.URL); Statement s = c.createStatement()) {
-      assertThat(count(s, "SELECT s1 FROM " + table + " WHERE tenant = 'acme' AND key_id = '" + acmeKey + "'")).isEqualTo(3);
+      assertThat(count(s, "SELECT s1 FROM " + db.table() + " WHERE tenant = 'acme' AND key_id = '" + acmeKey + "'")).isEqualTo(3);
     }
   }
 
@@ -139,7 +96,7 @@ class PostgresTenantTest {
     Policy p = Policy.fixedWindow(PostgresTestSupport.name("bad-tenant"), 2, Duration.ofHours(1));
     AtomicReference<String> current = new AtomicReference<>();
     java.util.concurrent.atomic.AtomicInteger alerts = new java.util.concurrent.atomic.AtomicInteger();
-    try (JdbcRateLimiter l = JdbcRateLimiter.builder(p, asRole).table(table).tenant(current::get).timeout(Duration.ofSeconds(5))
+    try (JdbcRateLimiter l = JdbcRateLimiter.builder(p, db.asRole()).table(db.table()).tenant(current::get).timeout(Duration.ofSeconds(5))
         .failureMode(dev.sluice.FailureMode.open((pol, r, e) -> alerts.incrementAndGet())).build()) {
       current.set("ac\u0000me");
       assertThatThrownBy(() -> l.tryAcquire("k")).isInstanceOf(IllegalArgumentException.class)
@@ -162,10 +119,37 @@ class PostgresTenantTest {
     assertThat(alerts).as("no decision failed open").hasValue(0);
   }
 
+  /**
+   * Issue 18 regression: coalescing keyed a lane by (policy, key) alone and sent a batch from the
+   * thread that finished the call before it, so in tenant mode requests of two tenants for one key
+   * shared a batch and its tenant was read on the wrong thread (a thread-local supplier gave none:
+   * STORE_UNAVAILABLE refusals). Tenant mode does not coalesce: each tenant gets exactly its limit.
+   */
+  @Test
+  void tenantsHammeringOneKeyFromManyThreadsEachGetExactlyTheirLimit() throws Exception {
+    Policy p = Policy.fixedWindow(PostgresTestSupport.name("tenant-hot"), 100, Duration.ofHours(1));
+    ThreadLocal<String> current = new ThreadLocal<>();
+    java.util.Map<String, java.util.concurrent.atomic.AtomicLong> admitted = new java.util.concurrent.ConcurrentHashMap<>();
+    try (JdbcRateLimiter l = JdbcRateLimiter.builder(p, db.asRole()).table(db.table()).tenant(current::get)
+        .timeout(Duration.ofSeconds(20)).build()) {
+      dev.sluice.tck.RateLimiterContract.hammer(16, 30, i -> {
+        String t = i % 2 == 0 ? "acme" : "globex";
+        current.set(t);
+        boolean ok = (i % 4 < 2 ? l.tryAcquire("hot") : l.tryAcquireAsync("hot", 1).toCompletableFuture().join()).allowed();
+        if (ok) {
+          admitted.computeIfAbsent(t, k -> new java.util.concurrent.atomic.AtomicLong()).incrementAndGet();
+        }
+        return ok;
+      });
+    }
+    assertThat(admitted.get("acme")).as("acme").hasValue(100);
+    assertThat(admitted.get("globex")).as("globex").hasValue(100);
+  }
+
   @Test
   void aLimiterWithoutATenantIsRefusedByTheDatabaseAndFailsClosed() {
     Policy p = Policy.tokenBucket(PostgresTestSupport.name("no-tenant"), 3, 1, Duration.ofSeconds(1));
-    try (JdbcRateLimiter plain = JdbcRateLimiter.builder(p, asRole).table(table).timeout(Duration.ofSeconds(5)).build()) {
+    try (JdbcRateLimiter plain = JdbcRateLimiter.builder(p, db.asRole()).table(db.table()).timeout(Duration.ofSeconds(5)).build()) {
       Decision d = plain.tryAcquire("user:1");
       assertThat(d.allowed()).isFalse();
       assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
