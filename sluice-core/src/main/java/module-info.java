@@ -4,7 +4,10 @@
  */
 module dev.sluice.core {
   exports dev.sluice;
-  exports dev.sluice.model;
+  // The reference model is the specification every backend is checked against (through the kit,
+  // sluice-tck); its scratch Outcome is mutable, so it is not API: only the kit and the SQL backend,
+  // which runs the model beside its statements, read it.
+  exports dev.sluice.model to dev.sluice.tck, dev.sluice.jdbc;
   exports dev.sluice.memory;
   exports dev.sluice.compose;
   exports dev.sluice.spi;

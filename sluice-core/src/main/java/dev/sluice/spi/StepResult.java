@@ -42,20 +42,6 @@ public final class StepResult {
     return new StepResult(null, null, null, allowed, remaining, resetAt, retryAfter, stamp, wrote);
   }
 
-  /**
-   * The result of a reference step run by the backend: decided, or corrupt when the model refused a
-   * state further ahead of the clock than its policy could have written it, or an invalid clock.
-   */
-  public static StepResult of(dev.sluice.model.Outcome out) {
-    if (out.corrupt()) {
-      return corrupt("the state lies further ahead of the clock than its policy could have written it "
-          + "(more than Checks.CLOCK_TOLERANCE_MICROS beyond)");
-    }
-    if (out.invalidClock()) {
-      return invalidClock("clock reading outside 1..2^52 - 2^49 microseconds");
-    }
-    return decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), out.stamp(), out.wrote());
-  }
 
   /**
    * This result, decided under {@code policy} instead of the call's: a store that pins a key to

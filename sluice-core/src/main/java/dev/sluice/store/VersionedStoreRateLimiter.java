@@ -10,6 +10,7 @@ import dev.sluice.Refund;
 import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
+import dev.sluice.internal.ModelSteps;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.StoredId;
 import dev.sluice.model.Outcome;
@@ -83,6 +84,9 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>The sliding log keeps a list per key and is a memory-tier algorithm: it is refused here.
  * Thread-safe; holds no lock.
+ *
+ * <p>This file is over 500 lines because it is a public face plus its public nested {@code Builder}
+ * (API, so it stays nested); the step itself is the compare-and-set loop, one method.
  */
 public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Policy> implements ClockedRateLimiter {
   private static final System.Logger LOG = System.getLogger(VersionedStoreRateLimiter.class.getName());
@@ -261,7 +265,7 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
   }
 
   private static StepResult result(Outcome out) {
-    return StepResult.of(out);
+    return ModelSteps.of(out);
   }
 
   /**

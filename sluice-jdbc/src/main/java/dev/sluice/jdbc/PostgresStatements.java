@@ -6,6 +6,7 @@ import static dev.sluice.jdbc.PostgresRow.ALG_SLIDING;
 import dev.sluice.Algorithm;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
+import dev.sluice.internal.ModelSteps;
 import dev.sluice.internal.StoredId;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
@@ -106,7 +107,7 @@ final class PostgresStatements {
         }
         ReferenceModel.acquire(eff.algorithm(), state(snap, eff), row.now(), call.permits, out);
         if (out.corrupt() || out.invalidClock()) {
-          return StepResult.of(out);
+          return ModelSteps.of(out);
         }
         if (!out.allowed()) {
           return decided(StepResult.decided(false, out.remaining(), out.resetAt(), out.retryAfter(), 0, false), eff, call.policy);
@@ -193,7 +194,7 @@ final class PostgresStatements {
             Arrays.fill(rs, StepResult.corrupt("the batch statement and the reference model disagree at request " + i));
             return rs;
           }
-          rs[i] = out.corrupt() || out.invalidClock() ? StepResult.of(out) : decided(StepResult.of(out), eff, p);
+          rs[i] = out.corrupt() || out.invalidClock() ? ModelSteps.of(out) : decided(ModelSteps.of(out), eff, p);
         }
         return rs;
       }
@@ -212,7 +213,7 @@ final class PostgresStatements {
       Policy eff = snap != null && snap.pinned() ? PostgresRow.pinnedPolicy(p, snap.alg(), snap.p1(), snap.p2(), snap.p3()) : p;
       Outcome out = new Outcome();
       ReferenceModel.peek(eff.algorithm(), state(snap, eff), row.now(), out);
-      return out.corrupt() || out.invalidClock() ? StepResult.of(out)
+      return out.corrupt() || out.invalidClock() ? ModelSteps.of(out)
           : decided(StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), 0, false), eff, p);
     }
   }

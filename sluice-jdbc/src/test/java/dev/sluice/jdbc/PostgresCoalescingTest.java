@@ -3,6 +3,7 @@ package dev.sluice.jdbc;
 import static dev.sluice.tck.RateLimiterContract.hammer;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sluice.internal.ModelSteps;
 import dev.sluice.Decision;
 import dev.sluice.ManualTicker;
 import dev.sluice.Policy;
@@ -161,7 +162,7 @@ class PostgresCoalescingTest {
         assertThat(counted.statements.get() - before).as("statements for batch %d", b).isEqualTo(1);
         for (int i = 0; i < permits.length; i++) {
           ReferenceModel.acquire(p.algorithm(), st, now, permits[i], out);
-          StepResult want = StepResult.of(out);
+          StepResult want = ModelSteps.of(out);
           assertThat(got[i]).as("batch %d request %d of %d permits at %d", b, i, permits[i], now).usingRecursiveComparison()
               .isEqualTo(want);
         }

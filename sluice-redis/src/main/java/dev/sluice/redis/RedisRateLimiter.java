@@ -34,7 +34,7 @@ import java.util.function.Supplier;
 /**
  * A {@link RateLimiter} whose state lives in Redis: every decision, refund and peek is exactly one
  * EVALSHA of the algorithm's Lua script, which reads the state, computes the reference step function
- * ({@link dev.sluice.model.ReferenceModel}) and writes the new state with its TTL, atomically.
+ * ({@code dev.sluice.model.ReferenceModel}) and writes the new state with its TTL, atomically.
  *
  * <pre>{@code
  * RedisClient client = RedisClient.create("redis://127.0.0.1:6379");
@@ -52,7 +52,7 @@ import java.util.function.Supplier;
  *   <li><b>Time.</b> By default the script reads the Redis server's clock ({@code TIME}), so the clocks
  *       of application instances cannot disagree. {@link Builder#ticker(dev.sluice.Ticker)} supplies a clock instead.
  *   <li><b>Expiry.</b> Every write sets a TTL ending when the state can no longer matter
- *       ({@link dev.sluice.model.ReferenceModel#expiresAt}); run Redis with {@code maxmemory-policy noeviction}.
+ *       ({@code ReferenceModel.expiresAt}); run Redis with {@code maxmemory-policy noeviction}.
  *   <li><b>Failure.</b> Every call has a deadline ({@link #DEFAULT_TIMEOUT} unless set). A refused or lost
  *       connection, a timeout, a frozen server, a script error or a corrupt stored value becomes a
  *       {@link dev.sluice.Decision} under the {@link dev.sluice.FailureMode}; nothing is thrown for store trouble.
