@@ -33,6 +33,9 @@ import org.openjdk.jmh.runner.options.TimeValue;
  * suite), {@code --command TEXT} (how it was started, for the report), {@code --quick} (one short
  * iteration each, to try the script), {@code --only a,b} (suites: memory, keyed, probes, heap,
  * redis, postgres).
+ *
+ * <p>This file is over 500 lines because it writes one document, section by section; it is a tool of
+ * the benchmark module, never shipped.
  */
 public final class BenchmarkReport {
   private final Map<String, String> opts;

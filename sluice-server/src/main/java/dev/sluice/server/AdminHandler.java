@@ -52,11 +52,11 @@ final class AdminHandler extends Handler.Abstract {
     try {
       switch (path) {
         case "/admin/policies" -> {
-          ApiHandler.requireMethod(method, "GET");
+          JsonInput.requireMethod(method, "GET");
           ApiHandler.send(response, callback, 200, api.policiesBody());
         }
         case "/admin/reload" -> {
-          ApiHandler.requireMethod(method, "POST");
+          JsonInput.requireMethod(method, "POST");
           String detail;
           try {
             detail = server.reload(config);
@@ -72,10 +72,10 @@ final class AdminHandler extends Handler.Abstract {
           }));
         }
         case "/admin/reset" -> {
-          ApiHandler.requireMethod(method, "POST");
-          JsonNode body = api.readObject(request, RESET_FIELDS, "reset takes policy and key");
-          ApiHandler.Entry e = api.configured(ApiHandler.requiredText(body, "policy"));
-          String key = Checks.key(ApiHandler.requiredText(body, "key"));
+          JsonInput.requireMethod(method, "POST");
+          JsonNode body = JsonInput.readObject(request, RESET_FIELDS, "reset takes policy and key");
+          ApiHandler.Entry e = api.configured(JsonInput.requiredText(body, "policy"));
+          String key = Checks.key(JsonInput.requiredText(body, "key"));
           e.limiter().reset(key, e.policy());
           ApiHandler.send(response, callback, 200, api.write(g -> {
             g.writeStartObject();

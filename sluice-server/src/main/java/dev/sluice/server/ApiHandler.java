@@ -2,11 +2,7 @@ package dev.sluice.server;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
-import com.fasterxml.jackson.core.JsonLocation;
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
@@ -19,10 +15,8 @@ import dev.sluice.internal.Checks;
 import dev.sluice.memory.MemoryRateLimiter;
 import io.micrometer.core.instrument.Timer;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -54,10 +48,8 @@ import org.eclipse.jetty.util.Fields;
  */
 final class ApiHandler extends Handler.Abstract {
   private static final System.Logger LOG = System.getLogger(ApiHandler.class.getName());
-  static final int MAX_BODY_BYTES = 64 * 1024;
-  /** Most bytes of an oversized body read and dropped before the 413; past that the connection just closes. */
-  static final long MAX_DISCARD_BYTES = 1024 * 1024;
-  private static final String JSON = "application/json";
+  private static final String JSON = JsonInput.JSON;
+  private final JsonFactory json = JsonInput.MAPPER.getFactory();
   private static final Set<String> ACQUIRE_FIELDS = Set.of("policy", "key", "permits");
   private static final Set<String> REFUND_FIELDS = Set.of("ticket");
   private static final Set<String> SETTLE_FIELDS = Set.of("ticket", "actual");
@@ -80,10 +72,6 @@ final class ApiHandler extends Handler.Abstract {
   private final TicketCodec tickets;
   private final SpentSet spent;
   private final ServerMetrics metrics;
-  /** Trailing tokens and a repeated field are errors; numbers keep their digits (1e30 is too large, not a double). */
-  private final ObjectMapper mapper = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-      .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS).enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
-  private final JsonFactory json = mapper.getFactory();
   private final Timer acquireTimer;
   private final Timer refundTimer;
   private final Timer settleTimer;
@@ -198,38 +186,38 @@ final class ApiHandler extends Handler.Abstract {
     try {
       switch (path) {
         case "/v1/acquire" -> {
-          requireMethod(method, "POST");
+          JsonInput.requireMethod(method, "POST");
           acquire(request, response, callback, start); // answers when the decision completes; times itself
         }
         case "/v1/refund" -> {
           timer = refundTimer;
-          requireMethod(method, "POST");
+          JsonInput.requireMethod(method, "POST");
           refund(request, response, callback);
         }
         case "/v1/settle" -> {
           timer = settleTimer;
-          requireMethod(method, "POST");
+          JsonInput.requireMethod(method, "POST");
           settle(request, response, callback);
         }
         case "/v1/peek" -> {
           timer = peekTimer;
-          requireMethod(method, "GET");
+          JsonInput.requireMethod(method, "GET");
           peek(request, response, callback);
         }
         case "/v1/policies" -> {
-          requireMethod(method, "GET");
+          JsonInput.requireMethod(method, "GET");
           send(response, callback, 200, policiesBody);
         }
         case "/healthz" -> {
-          requireMethod(method, "GET");
+          JsonInput.requireMethod(method, "GET");
           send(response, callback, 200, livenessBody);
         }
         case "/readyz" -> {
-          requireMethod(method, "GET");
+          JsonInput.requireMethod(method, "GET");
           ready(response, callback);
         }
         case "/metrics" -> {
-          requireMethod(method, "GET");
+          JsonInput.requireMethod(method, "GET");
           response.setStatus(200);
           response.getHeaders().put(HttpHeader.CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
           Content.Sink.write(response, true, metrics.scrape(), callback);
@@ -261,10 +249,10 @@ final class ApiHandler extends Handler.Abstract {
    * at once with 503 {@code overloaded} and {@code Retry-After: 1}, instead of queueing into timeouts.
    */
   private void acquire(Request request, Response response, Callback callback, long start) throws IOException {
-    JsonNode body = readObject(request, ACQUIRE_FIELDS, "acquire takes policy, key and permits");
-    Entry e = entry(requiredText(body, "policy"));
-    String key = Checks.key(requiredText(body, "key"));
-    long permits = permits(body.get("permits"), e.policy());
+    JsonNode body = JsonInput.readObject(request, ACQUIRE_FIELDS, "acquire takes policy, key and permits");
+    Entry e = entry(JsonInput.requiredText(body, "policy"));
+    String key = Checks.key(JsonInput.requiredText(body, "key"));
+    long permits = JsonInput.permits(body.get("permits"), e.policy());
     if (!pending.tryAcquire()) {
       response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
       throw new ApiError(503, "overloaded", "more than " + maxPending + " decisions are pending; retry after 1 second");
@@ -322,8 +310,8 @@ final class ApiHandler extends Handler.Abstract {
   }
 
   private void refund(Request request, Response response, Callback callback) throws IOException {
-    JsonNode body = readObject(request, REFUND_FIELDS, "refund takes ticket");
-    TicketCodec.Claims c = tickets.decode(requiredText(body, "ticket"));
+    JsonNode body = JsonInput.readObject(request, REFUND_FIELDS, "refund takes ticket");
+    TicketCodec.Claims c = tickets.decode(JsonInput.requiredText(body, "ticket"));
     Entry e = entries.get(c.policy());
     if (e == null) {
       throw new ApiError(400, "bad_request", "ticket names policy '" + c.policy() + "', which is not configured any more");
@@ -364,15 +352,15 @@ final class ApiHandler extends Handler.Abstract {
    * tell a replay from a first settlement, and answers no_effect) and at most once, settle or refund.
    */
   private void settle(Request request, Response response, Callback callback) throws IOException {
-    JsonNode body = readObject(request, SETTLE_FIELDS, "settle takes ticket and actual");
-    TicketCodec.Claims c = tickets.decode(requiredText(body, "ticket"));
+    JsonNode body = JsonInput.readObject(request, SETTLE_FIELDS, "settle takes ticket and actual");
+    TicketCodec.Claims c = tickets.decode(JsonInput.requiredText(body, "ticket"));
     Entry e = entries.get(c.policy());
     if (e == null) {
       throw new ApiError(400, "bad_request", "ticket names policy '" + c.policy() + "', which is not configured any more");
     }
     JsonNode v = body.get("actual");
     if (v == null || !v.isIntegralNumber() || !v.canConvertToLong()) {
-      throw new ApiError(400, "bad_request", "actual " + (v == null ? "is missing" : abbreviate(v.toString()) + " is not a whole number")
+      throw new ApiError(400, "bad_request", "actual " + (v == null ? "is missing" : JsonInput.abbreviate(v.toString()) + " is not a whole number")
           + "; give the cost the work had, a whole number from 0 to " + e.policy().limit());
     }
     long actual = Checks.actual(v.longValue(), e.policy().limit(), e.policy().name());
@@ -435,8 +423,8 @@ final class ApiHandler extends Handler.Abstract {
     } catch (RuntimeException e) {
       throw new ApiError(400, "bad_request", "query string is malformed; percent-encode each byte of UTF-8 (%XX) and keep '&' and '=' as separators");
     }
-    Entry e = entry(requiredParam(q, "policy"));
-    String key = Checks.key(requiredParam(q, "key"));
+    Entry e = entry(JsonInput.requiredParam(q, "policy"));
+    String key = Checks.key(JsonInput.requiredParam(q, "key"));
     Decision d = e.limiter().peek(key, e.policy());
     long now = ticker.nowMicros();
     HttpVerdict verdict = HttpVerdict.of(d, null, key, now, headers);
@@ -487,132 +475,6 @@ final class ApiHandler extends Handler.Abstract {
     return e;
   }
 
-  private static long permits(JsonNode v, Policy p) {
-    if (v == null) {
-      return 1;
-    }
-    java.math.BigDecimal n = v.isNumber() ? v.decimalValue() : null;
-    if (n == null || n.signum() != 0 && n.stripTrailingZeros().scale() > 0) {
-      throw new ApiError(400, "bad_request", "permits " + abbreviate(v.toString())
-          + " is not a whole number; give a whole number from 1 to " + p.limit() + ", or leave it out for 1");
-    }
-    if (n.compareTo(java.math.BigDecimal.valueOf(Long.MAX_VALUE)) > 0 || n.signum() < 1) {
-      // A whole number no long holds (1e30, 2^64) is too large; zero and below are below 1.
-      throw Checks.permitsOutOfRange(abbreviate(v.toString()), n.signum() < 1, p.limit(), p.name());
-    }
-    return Checks.permits(n.longValueExact(), p.limit(), p.name());
-  }
-
-  /**
-   * A body the API reads is JSON: {@code Content-Type: application/json} (a charset, if named, is
-   * UTF-8), else 415; a form post ({@code curl -d}) is refused before its body is parsed as JSON.
-   */
-  private static void requireJson(Request request) {
-    String type = request.getHeaders().get(HttpHeader.CONTENT_TYPE);
-    String[] parts = type == null ? new String[] {""} : type.split(";");
-    boolean json = parts[0].strip().equalsIgnoreCase(JSON);
-    for (int i = 1; i < parts.length && json; i++) {
-      String param = parts[i].strip().toLowerCase(java.util.Locale.ROOT);
-      if (param.startsWith("charset=")) {
-        json = param.substring(8).replace("\"", "").equals("utf-8");
-      }
-    }
-    if (!json) {
-      throw new ApiError(415, "unsupported_media_type", (type == null ? "Content-Type is missing" : "Content-Type "
-          + Checks.quote(abbreviate(type)) + " is not supported") + "; send the body as JSON with Content-Type: application/json");
-    }
-  }
-
-  /**
-   * Reads and drops what is left of a body too large to serve (up to {@link #MAX_DISCARD_BYTES}), so
-   * the client, still sending it, reads the 413 instead of a reset connection.
-   */
-  private static void discard(InputStream in) throws IOException {
-    long left = MAX_DISCARD_BYTES;
-    byte[] sink = new byte[8192];
-    int n;
-    while (left > 0 && (n = in.read(sink, 0, (int) Math.min(sink.length, left))) > 0) {
-      left -= n;
-    }
-  }
-
-  JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
-    long declared = request.getLength();
-    byte[] bytes;
-    try (InputStream in = Request.asInputStream(request)) {
-      try {
-        requireJson(request);
-      } catch (ApiError e) {
-        discard(in); // read what the client is sending, so that it reads the 415 on a connection that stays usable
-        throw e;
-      }
-      if (declared > MAX_BODY_BYTES) {
-        discard(in);
-        throw new ApiError(413, "payload_too_large", "request body of " + declared + " bytes exceeds " + MAX_BODY_BYTES + " bytes");
-      }
-      bytes = in.readNBytes(MAX_BODY_BYTES + 1);
-      if (bytes.length > MAX_BODY_BYTES) {
-        discard(in);
-        throw new ApiError(413, "payload_too_large", "request body exceeds " + MAX_BODY_BYTES + " bytes");
-      }
-    }
-    if (bytes.length == 0) {
-      throw new ApiError(400, "bad_request", "request body is empty; send a JSON object (" + usage + ")");
-    }
-    JsonNode node;
-    try {
-      node = mapper.readTree(bytes);
-    } catch (JsonProcessingException e) {
-      JsonLocation at = e.getLocation();
-      String where = at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")";
-      String message = e.getOriginalMessage();
-      if (message != null && message.startsWith("Duplicate field '")) {
-        String field = message.substring("Duplicate field '".length(), message.length() - 1);
-        throw new ApiError(400, "bad_request", "field " + Checks.quote(field) + " appears twice" + where + "; give each field once");
-      }
-      throw new ApiError(400, "bad_request", "request body is not valid JSON" + where + ": " + message);
-    }
-    if (node == null || !node.isObject()) {
-      throw new ApiError(400, "bad_request", "request body must be a JSON object (" + usage + ")");
-    }
-    for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
-      String f = it.next();
-      if (!fields.contains(f)) {
-        throw new ApiError(400, "bad_request", "unknown field " + Checks.quote(f) + "; " + usage);
-      }
-    }
-    return node;
-  }
-
-  static String requiredText(JsonNode body, String field) {
-    JsonNode v = body.get(field);
-    if (v == null || v.isNull()) {
-      throw new ApiError(400, "bad_request", field + " is missing");
-    }
-    if (!v.isTextual()) {
-      throw new ApiError(400, "bad_request", field + " must be a JSON string, not " + abbreviate(v.toString()));
-    }
-    return v.textValue();
-  }
-
-  private static String requiredParam(Fields q, String name) {
-    String v = q.getValue(name);
-    if (v == null) {
-      throw new ApiError(400, "bad_request", "query parameter '" + name + "' is missing; use GET /v1/peek?policy=NAME&key=KEY");
-    }
-    return v;
-  }
-
-  static void requireMethod(String method, String allowed) {
-    if (!allowed.equals(method)) {
-      throw new ApiError(405, allowed, method + " is not allowed here; use " + allowed);
-    }
-  }
-
-  private static String abbreviate(String s) {
-    return s.length() <= 40 ? s : s.substring(0, 40) + "...";
-  }
-
   /** An {@link ApiError} as its JSON answer; a 405 names the allowed method in {@code Allow}. */
   void sendError(Response response, Callback callback, ApiError e) {
     if (e.status == 405) {
@@ -650,7 +512,7 @@ final class ApiHandler extends Handler.Abstract {
   String write(JsonWriter w) {
     StringWriter out = new StringWriter(256);
     try (JsonGenerator g = json.createGenerator(out)) {
-      g.setCodec(mapper);
+      g.setCodec(JsonInput.MAPPER);
       w.write(g);
     } catch (IOException e) {
       throw new IllegalStateException("writing JSON to a string failed", e);

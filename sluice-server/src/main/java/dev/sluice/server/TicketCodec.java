@@ -39,7 +39,7 @@ final class TicketCodec {
   private static final Base64.Decoder B64D = Base64.getUrlDecoder();
   private static final HexFormat HEX = HexFormat.of();
   /** Longest ticket accepted (no longer than a request body may be); refused before any work. */
-  private static final int MAX_TICKET_CHARS = ApiHandler.MAX_BODY_BYTES;
+  private static final int MAX_TICKET_CHARS = JsonInput.MAX_BODY_BYTES;
 
   /**
    * The decoded contents of a verified ticket; {@code key} is the one to refund under (the raw key,

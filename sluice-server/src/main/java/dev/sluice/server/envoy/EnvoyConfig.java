@@ -40,6 +40,9 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * {@code token-bucket}, {@code gcra}) and, for the two buckets, a {@code burst} (the default is
  * {@code requests_per_unit}). Every key is checked where it stands: an unknown one is an error naming
  * the file, the line and the key; nothing is ignored silently.
+ *
+ * <p>This file is over 500 lines because it is one format's reader: the reference's YAML, key by key,
+ * each with the error that names file, line and key; splitting it would split one grammar.
  */
 public final class EnvoyConfig {
   static final Set<String> ROOT_KEYS = Set.of("domain", "descriptors");

@@ -1,0 +1,168 @@
+package dev.sluice.server;
+
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.Policy;
+import dev.sluice.server.ApiHandler.ApiError;
+import dev.sluice.internal.Checks;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Iterator;
+import java.util.Set;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.util.Fields;
+
+/**
+ * The service's strict input rules, in one place for the public API and the admin API: a body is
+ * JSON ({@code Content-Type: application/json}, else 415), at most {@link #MAX_BODY_BYTES} (413, with
+ * what the client is still sending read and dropped so it reads the answer), one object with known
+ * fields only, each once, no trailing tokens, numbers kept exact ({@code 1e30} permits is too large,
+ * not a double); required fields and parameters named when missing; methods checked per route.
+ */
+final class JsonInput {
+  /** The largest request body served. */
+  static final int MAX_BODY_BYTES = 64 * 1024;
+  /** Most bytes of an oversized body read and dropped before the 413; past that the connection just closes. */
+  static final long MAX_DISCARD_BYTES = 1024 * 1024;
+  static final String JSON = "application/json";
+  /** Trailing tokens and a repeated field are errors; numbers keep their digits (1e30 is too large, not a double). */
+  static final ObjectMapper MAPPER = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+      .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS).enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
+
+  private JsonInput() {}
+
+  /** The request's body as a JSON object of the given {@code fields} (400, 413 or 415 otherwise). */
+  static JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
+    long declared = request.getLength();
+    byte[] bytes;
+    try (InputStream in = Request.asInputStream(request)) {
+      try {
+        requireJson(request);
+      } catch (ApiError e) {
+        discard(in); // read what the client is sending, so that it reads the 415 on a connection that stays usable
+        throw e;
+      }
+      if (declared > MAX_BODY_BYTES) {
+        discard(in);
+        throw new ApiError(413, "payload_too_large", "request body of " + declared + " bytes exceeds " + MAX_BODY_BYTES + " bytes");
+      }
+      bytes = in.readNBytes(MAX_BODY_BYTES + 1);
+      if (bytes.length > MAX_BODY_BYTES) {
+        discard(in);
+        throw new ApiError(413, "payload_too_large", "request body exceeds " + MAX_BODY_BYTES + " bytes");
+      }
+    }
+    if (bytes.length == 0) {
+      throw new ApiError(400, "bad_request", "request body is empty; send a JSON object (" + usage + ")");
+    }
+    JsonNode node;
+    try {
+      node = MAPPER.readTree(bytes);
+    } catch (JsonProcessingException e) {
+      JsonLocation at = e.getLocation();
+      String where = at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")";
+      String message = e.getOriginalMessage();
+      if (message != null && message.startsWith("Duplicate field '")) {
+        String field = message.substring("Duplicate field '".length(), message.length() - 1);
+        throw new ApiError(400, "bad_request", "field " + Checks.quote(field) + " appears twice" + where + "; give each field once");
+      }
+      throw new ApiError(400, "bad_request", "request body is not valid JSON" + where + ": " + message);
+    }
+    if (node == null || !node.isObject()) {
+      throw new ApiError(400, "bad_request", "request body must be a JSON object (" + usage + ")");
+    }
+    for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
+      String f = it.next();
+      if (!fields.contains(f)) {
+        throw new ApiError(400, "bad_request", "unknown field " + Checks.quote(f) + "; " + usage);
+      }
+    }
+    return node;
+  }
+
+  /**
+   * A body the API reads is JSON: {@code Content-Type: application/json} (a charset, if named, is
+   * UTF-8), else 415; a form post ({@code curl -d}) is refused before its body is parsed as JSON.
+   */
+  private static void requireJson(Request request) {
+    String type = request.getHeaders().get(HttpHeader.CONTENT_TYPE);
+    String[] parts = type == null ? new String[] {""} : type.split(";");
+    boolean json = parts[0].strip().equalsIgnoreCase(JSON);
+    for (int i = 1; i < parts.length && json; i++) {
+      String param = parts[i].strip().toLowerCase(java.util.Locale.ROOT);
+      if (param.startsWith("charset=")) {
+        json = param.substring(8).replace("\"", "").equals("utf-8");
+      }
+    }
+    if (!json) {
+      throw new ApiError(415, "unsupported_media_type", (type == null ? "Content-Type is missing" : "Content-Type "
+          + Checks.quote(abbreviate(type)) + " is not supported") + "; send the body as JSON with Content-Type: application/json");
+    }
+  }
+
+  /**
+   * Reads and drops what is left of a body too large to serve (up to {@link #MAX_DISCARD_BYTES}), so
+   * the client, still sending it, reads the 413 instead of a reset connection.
+   */
+  private static void discard(InputStream in) throws IOException {
+    long left = MAX_DISCARD_BYTES;
+    byte[] sink = new byte[8192];
+    int n;
+    while (left > 0 && (n = in.read(sink, 0, (int) Math.min(sink.length, left))) > 0) {
+      left -= n;
+    }
+  }
+
+  /** A required string field. */
+  static String requiredText(JsonNode body, String field) {
+    JsonNode v = body.get(field);
+    if (v == null || v.isNull()) {
+      throw new ApiError(400, "bad_request", field + " is missing");
+    }
+    if (!v.isTextual()) {
+      throw new ApiError(400, "bad_request", field + " must be a JSON string, not " + abbreviate(v.toString()));
+    }
+    return v.textValue();
+  }
+
+  /** A required query parameter. */
+  static String requiredParam(Fields q, String name) {
+    String v = q.getValue(name);
+    if (v == null) {
+      throw new ApiError(400, "bad_request", "query parameter '" + name + "' is missing; use GET /v1/peek?policy=NAME&key=KEY");
+    }
+    return v;
+  }
+
+  /** 405 unless the method is {@code allowed}. */
+  static void requireMethod(String method, String allowed) {
+    if (!allowed.equals(method)) {
+      throw new ApiError(405, allowed, method + " is not allowed here; use " + allowed);
+    }
+  }
+
+  /** The {@code permits} field: 1 when absent, else a whole number from 1 to the policy's limit. */
+  static long permits(JsonNode v, Policy p) {
+    if (v == null) {
+      return 1;
+    }
+    java.math.BigDecimal n = v.isNumber() ? v.decimalValue() : null;
+    if (n == null || n.signum() != 0 && n.stripTrailingZeros().scale() > 0) {
+      throw new ApiError(400, "bad_request", "permits " + abbreviate(v.toString())
+          + " is not a whole number; give a whole number from 1 to " + p.limit() + ", or leave it out for 1");
+    }
+    if (n.compareTo(java.math.BigDecimal.valueOf(Long.MAX_VALUE)) > 0 || n.signum() < 1) {
+      // A whole number no long holds (1e30, 2^64) is too large; zero and below are below 1.
+      throw Checks.permitsOutOfRange(abbreviate(v.toString()), n.signum() < 1, p.limit(), p.name());
+    }
+    return Checks.permits(n.longValueExact(), p.limit(), p.name());
+  }
+
+  static String abbreviate(String s) {
+    return s.length() <= 40 ? s : s.substring(0, 40) + "...";
+  }
+}
