@@ -20,4 +20,10 @@ public class ClockCeilingBenchmark {
   public long nanoTime() {
     return System.nanoTime();
   }
+
+  /** The clock Bucket4j's local buckets read by default (millisecond precision). */
+  @Benchmark
+  public long currentTimeMillis() {
+    return System.currentTimeMillis();
+  }
 }
