@@ -22,7 +22,8 @@ import reactor.core.scheduler.Schedulers;
  * The WebFlux front end of {@code sluice.http.rules}: the servlet filter's behaviour on the
  * limiters' async methods ({@code tryAcquireAsync}), so that no event-loop thread waits on a store.
  * A refund (skip-on-success / skip-on-failure) is a synchronous call and runs on the bounded-elastic
- * scheduler, never on the event loop.
+ * scheduler, never on the event loop, before the response is committed: the client never sees its
+ * answer before the permit is back.
  */
 public final class SluiceWebFilter implements WebFilter, Ordered {
   /**
@@ -69,9 +70,11 @@ public final class SluiceWebFilter implements WebFilter, Ordered {
     if (!rule.refundsPossible()) {
       return chain.filter(exchange);
     }
+    // The refund runs before the response is committed, so a client that reads its answer and sends
+    // the next request always finds the permit back; after the chain, it raced that next request.
+    response.beforeCommit(() -> refund(rule, d, false, status(response)));
     return chain.filter(exchange)
-        .doOnSuccess(x -> refund(rule, d, false, status(response)))
-        .doOnError(e -> refund(rule, d, true, -1));
+        .onErrorResume(e -> refund(rule, d, true, -1).then(Mono.error(e))); // once per ticket: no double refund
   }
 
   private static int status(ServerHttpResponse response) {
@@ -79,10 +82,12 @@ public final class SluiceWebFilter implements WebFilter, Ordered {
     return s == null ? 200 : s.value();
   }
 
-  private static void refund(HttpRules.Rule rule, Decision d, boolean threw, int status) {
+  /** The refund the rule asks for, if any, off the event loop (a refund is a synchronous store call). */
+  private static Mono<Void> refund(HttpRules.Rule rule, Decision d, boolean threw, int status) {
     if (rule.rateLimit.refunds(threw, status) && d.ticket().isPresent()) {
-      Mono.fromRunnable(() -> rule.limiter.refund(d.ticket().get())).subscribeOn(Schedulers.boundedElastic()).subscribe();
+      return Mono.fromRunnable(() -> rule.limiter.refund(d.ticket().get())).subscribeOn(Schedulers.boundedElastic()).then();
     }
+    return Mono.empty();
   }
 
   /** A reactive request as the key resolvers see it. */
