@@ -68,6 +68,17 @@ class RedisClusterConformanceTest extends RateLimiterContract {
    * An outage of the whole cluster: every master frozen (SIGSTOP) and thawed together, well inside
    * the node timeout, so no node marks another failed. The limiter has its own short deadline.
    */
+  /**
+   * Not on a Cluster: each limiter here opens its own cluster connection, whose per-node connections
+   * Lettuce opens on first use, and commands queued behind a node connection still opening are
+   * dispatched as its future completes, in no promised order. A CI run saw it once: the 15th of 150
+   * async acquires on one key reached the store after the rest. Each decision is still exact for the
+   * order the store saw (the exact-admission cases run here); standalone Redis runs the burst case.
+   */
+  @Override protected boolean decidesAsyncCallsInIssueOrder() {
+    return false;
+  }
+
   @Override protected Optional<Outage> outage(Policy policy, Ticker ticker, FailureMode mode) {
     RedisRateLimiter limiter = RedisRateLimiter.builder(policy, client).ticker(ticker)
         .timeout(Duration.ofMillis(200)).failureMode(mode).build();
