@@ -9,6 +9,7 @@ import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
 import dev.sluice.Settlement;
 import dev.sluice.Ticker;
+import dev.sluice.Ticket;
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RateLimitHeaders;
 import dev.sluice.internal.Checks;
@@ -45,6 +46,9 @@ import org.eclipse.jetty.util.Fields;
  * </pre>
  * A bad request gets 400 and {@code {"error":"bad_request","message":"..."}} saying what was wrong; an
  * unexpected failure gets 500 and a generic message (the stack trace goes to the server log only).
+ *
+ * <p>This file is a little over 500 lines because it is the routes above and their answers, one
+ * method each; the input rules are {@link JsonInput}, the tickets {@link TicketCodec}.
  */
 final class ApiHandler extends Handler.Abstract {
   private static final System.Logger LOG = System.getLogger(ApiHandler.class.getName());
@@ -312,10 +316,7 @@ final class ApiHandler extends Handler.Abstract {
   private void refund(Request request, Response response, Callback callback) throws IOException {
     JsonNode body = JsonInput.readObject(request, REFUND_FIELDS, "refund takes ticket");
     TicketCodec.Claims c = tickets.decode(JsonInput.requiredText(body, "ticket"));
-    Entry e = entries.get(c.policy());
-    if (e == null) {
-      throw new ApiError(400, "bad_request", "ticket names policy '" + c.policy() + "', which is not configured any more");
-    }
+    Entry e = entryOf(c);
     Refused refused = spendOnce(c, e, "ticket expired: its permits have come back by themselves",
         "ticket was already refunded", "too many tickets refunded recently to remember another; refused to stay strict, retry later");
     Refund result;
@@ -324,7 +325,7 @@ final class ApiHandler extends Handler.Abstract {
       result = refused.failed() ? Refund.FAILED : Refund.NO_EFFECT;
       detail = refused.detail();
     } else {
-      result = e.limiter().refund(store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp()));
+      result = e.limiter().refund(ticketOf(e, c));
       detail = switch (result) {
         case APPLIED -> "permits returned";
         case NO_EFFECT -> "nothing to give back: the window rolled or the bucket is full";
@@ -354,16 +355,8 @@ final class ApiHandler extends Handler.Abstract {
   private void settle(Request request, Response response, Callback callback) throws IOException {
     JsonNode body = JsonInput.readObject(request, SETTLE_FIELDS, "settle takes ticket and actual");
     TicketCodec.Claims c = tickets.decode(JsonInput.requiredText(body, "ticket"));
-    Entry e = entries.get(c.policy());
-    if (e == null) {
-      throw new ApiError(400, "bad_request", "ticket names policy '" + c.policy() + "', which is not configured any more");
-    }
-    JsonNode v = body.get("actual");
-    if (v == null || !v.isIntegralNumber() || !v.canConvertToLong()) {
-      throw new ApiError(400, "bad_request", "actual " + (v == null ? "is missing" : JsonInput.abbreviate(v.toString()) + " is not a whole number")
-          + "; give the cost the work had, a whole number from 0 to " + e.policy().limit());
-    }
-    long actual = Checks.actual(v.longValue(), e.policy().limit(), e.policy().name());
+    Entry e = entryOf(c);
+    long actual = JsonInput.actual(body.get("actual"), e.policy());
     Refused refused = spendOnce(c, e, "ticket expired: settle within the ticket's life",
         "ticket was already settled or refunded", "too many tickets spent recently to remember another; retry later");
     Settlement result;
@@ -372,7 +365,7 @@ final class ApiHandler extends Handler.Abstract {
       result = refused.failed() ? Settlement.FAILED : Settlement.NO_EFFECT;
       detail = refused.detail();
     } else {
-      result = e.limiter().settle(store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp()), actual);
+      result = e.limiter().settle(ticketOf(e, c), actual);
       detail = switch (result) {
         case APPLIED -> actual < c.permits() ? "unused permits returned" : "overrun charged";
         case NO_EFFECT -> "nothing changed: the actual equals the reservation, or the window rolled before the rest could go back";
@@ -392,6 +385,20 @@ final class ApiHandler extends Handler.Abstract {
       g.writeEndObject();
     });
     send(response, callback, result == Settlement.FAILED ? 503 : 200, out);
+  }
+
+  /** The configured entry a ticket names; 400 when its policy is no longer configured. */
+  private Entry entryOf(TicketCodec.Claims c) {
+    Entry e = entries.get(c.policy());
+    if (e == null) {
+      throw new ApiError(400, "bad_request", "ticket names policy '" + c.policy() + "', which is not configured any more");
+    }
+    return e;
+  }
+
+  /** The limiter's own ticket for what a service ticket claims: what its refund or settlement spends. */
+  private Ticket ticketOf(Entry e, TicketCodec.Claims c) {
+    return store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp());
   }
 
   /** Why a ticket may not be spent now: {@code failed} (503, try again) or not (no effect, final). */

@@ -162,6 +162,15 @@ final class JsonInput {
     return Checks.permits(n.longValueExact(), p.limit(), p.name());
   }
 
+  /** The {@code actual} field of a settlement: a whole number from 0 to the policy's limit. */
+  static long actual(JsonNode v, Policy p) {
+    if (v == null || !v.isIntegralNumber() || !v.canConvertToLong()) {
+      throw new ApiError(400, "bad_request", "actual " + (v == null ? "is missing" : abbreviate(v.toString()) + " is not a whole number")
+          + "; give the cost the work had, a whole number from 0 to " + p.limit());
+    }
+    return Checks.actual(v.longValue(), p.limit(), p.name());
+  }
+
   static String abbreviate(String s) {
     return s.length() <= 40 ? s : s.substring(0, 40) + "...";
   }
