@@ -107,12 +107,24 @@ class PostgresCoalescingTest {
     long limit = 1_000;
     CountingDataSource counted = new CountingDataSource(db.ds());
     try (JdbcRateLimiter l = builder(policy(limit), counted.ds).maxBatch(1).build()) {
-      long admitted = hammer(16, 100, i -> l.tryAcquire("hot").allowed());
+      // A decision that found no pooled connection within the pool's 1 s (a starved machine) never
+      // reached the database: it sent no statement, and is counted apart.
+      AtomicLong unreached = new AtomicLong();
+      long admitted = hammer(16, 100, i -> {
+        Decision d = l.tryAcquire("hot");
+        if (d.reason().isFailure()) {
+          unreached.incrementAndGet();
+        }
+        return d.allowed();
+      });
       long statements = counted.statements.get();
-      System.out.printf("coalescing off: 1600 sync decisions on one key (limit %d) in %d statements (%d retries of a stale"
-          + " snapshot)%n", limit, statements, statements - 1600);
+      long reached = 1_600 - unreached.get();
+      System.out.printf("coalescing off: %d sync decisions on one key (limit %d) reached the database in %d statements"
+          + " (%d retries of a stale snapshot; %d found no connection)%n", reached, limit, statements, statements - reached,
+          unreached.get());
       assertThat(admitted).isEqualTo(limit);
-      assertThat(statements).isGreaterThanOrEqualTo(1_600);
+      assertThat(unreached.get()).as("decisions that never reached the database").isLessThan(600);
+      assertThat(statements).isGreaterThanOrEqualTo(reached);
     }
   }
 
