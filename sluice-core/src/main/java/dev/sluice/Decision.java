@@ -2,6 +2,7 @@ package dev.sluice;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Objects;
 import java.util.Optional;
 
 /**
@@ -59,10 +60,86 @@ public final class Decision {
     return new Decision(false, reason, Path.PRIMARY, policy, policy.limit(), remaining, resetAtMicros, retryAfterMicros, null);
   }
 
-  /** The general form, for failure modes and composition. */
-  public static Decision of(boolean allowed, Reason reason, Path path, Policy policy, long remaining,
-                            long resetAtMicros, long retryAfterMicros, Ticket ticket) {
-    return new Decision(allowed, reason, path, policy, policy.limit(), remaining, resetAtMicros, retryAfterMicros, ticket);
+  /**
+   * A decision built field by field, for the failure modes, composition and near caches: anything
+   * that is not a backend's own verdict (those use {@link #allowed} and {@link #refused}). Each field
+   * is set by name, so no two numbers can be swapped unnoticed; unset fields are allowed within the
+   * limit, on the primary path, nothing remaining, nothing to wait for, no ticket.
+   * {@code resetAtMicros} has no default: {@link Builder#build()} refuses to guess it.
+   */
+  public static Builder builder(Policy policy) {
+    return new Builder(Objects.requireNonNull(policy, "policy"));
+  }
+
+  /** See {@link #builder(Policy)}. Not thread-safe; build once. */
+  public static final class Builder {
+    private final Policy policy;
+    private boolean allowed = true;
+    private Reason reason = Reason.WITHIN_LIMIT;
+    private Path path = Path.PRIMARY;
+    private long remaining;
+    private long resetAtMicros;
+    private boolean resetSet;
+    private long retryAfterMicros;
+    private Ticket ticket;
+
+    private Builder(Policy policy) {
+      this.policy = policy;
+    }
+
+    /** Allowed, for {@code reason} ({@link Reason#WITHIN_LIMIT} unless a failure mode allowed it). */
+    public Builder allowed(Reason reason) {
+      this.allowed = true;
+      this.reason = Objects.requireNonNull(reason, "reason");
+      return this;
+    }
+
+    /** Refused, for {@code reason}. */
+    public Builder refused(Reason reason) {
+      this.allowed = false;
+      this.reason = Objects.requireNonNull(reason, "reason");
+      return this;
+    }
+
+    /** Who decided: {@link Path#PRIMARY} unless set. */
+    public Builder path(Path path) {
+      this.path = Objects.requireNonNull(path, "path");
+      return this;
+    }
+
+    /** Permits left; a negative value is read as 0. */
+    public Builder remaining(long remaining) {
+      this.remaining = remaining;
+      return this;
+    }
+
+    /** When the window ends or the state is restored, epoch microseconds. */
+    public Builder resetAtMicros(long resetAtMicros) {
+      this.resetAtMicros = resetAtMicros;
+      this.resetSet = true;
+      return this;
+    }
+
+    /** The wait a refusal asks for, microseconds: ignored when allowed, raised to 1 us when refused. */
+    public Builder retryAfterMicros(long retryAfterMicros) {
+      this.retryAfterMicros = retryAfterMicros;
+      return this;
+    }
+
+    /** The ticket of what was counted; none unless set. */
+    public Builder ticket(Ticket ticket) {
+      this.ticket = ticket;
+      return this;
+    }
+
+    /** @throws IllegalStateException when {@link #resetAtMicros} was not set */
+    public Decision build() {
+      if (!resetSet) {
+        throw new IllegalStateException("resetAtMicros was not set for a decision of policy '" + policy.name()
+            + "'; every decision says when its window ends or its state is restored");
+      }
+      return new Decision(allowed, reason, path, policy, policy.limit(), remaining, resetAtMicros, retryAfterMicros, ticket);
+    }
   }
 
   /** This decision as served by another path (e.g. {@link Path#FALLBACK}). */

@@ -131,7 +131,7 @@ public sealed interface FailureMode permits FailureMode.Closed, FailureMode.Open
       } catch (Throwable t) {
         LOG.log(System.Logger.Level.WARNING, "failure alert hook threw; ignored", t);
       }
-      return Decision.of(true, reason, Path.FAILURE_MODE, policy, 0, nowMicros, 0, null);
+      return Decision.builder(policy).allowed(reason).path(Path.FAILURE_MODE).resetAtMicros(nowMicros).build();
     }
   }
 
@@ -203,6 +203,6 @@ public sealed interface FailureMode permits FailureMode.Closed, FailureMode.Open
 
   private static Decision refuse(Duration retryAfter, Policy policy, Reason reason, long nowMicros) {
     long retry = retryAfter.toNanos() / 1_000;
-    return Decision.of(false, reason, Path.FAILURE_MODE, policy, 0, nowMicros + retry, retry, null);
+    return Decision.builder(policy).refused(reason).path(Path.FAILURE_MODE).resetAtMicros(nowMicros + retry).retryAfterMicros(retry).build();
   }
 }

@@ -22,6 +22,28 @@ class DecisionAndFailureModeTest {
     assertThat(Decision.refused(p, Reason.LIMIT_EXCEEDED, -4, 0, 0).remaining()).isZero();
   }
 
+  /** Issue 13: Decision.of took three adjacent longs (remaining, reset, retry) that could be swapped unnoticed. */
+  @Test
+  void theBuilderSetsEachFieldByNameAndRefusesToGuessTheReset() {
+    Ticket t = new Ticket.Issuer().issue(p, "k", 1, 0);
+    Decision d = Decision.builder(p).refused(Reason.LIMIT_EXCEEDED).path(Path.NEAR_CACHE)
+        .remaining(2).resetAtMicros(9_000).retryAfterMicros(700).build();
+    assertThat(d).isEqualTo(Decision.refused(p, Reason.LIMIT_EXCEEDED, 2, 9_000, 700).withPath(Path.NEAR_CACHE));
+    assertThat(d.limit()).isEqualTo(5);
+    assertThat(d.ticket()).isEmpty();
+    Decision a = Decision.builder(p).allowed(Reason.TIMEOUT).path(Path.FAILURE_MODE).resetAtMicros(5).retryAfterMicros(99).ticket(t).build();
+    assertThat(a.allowed()).isTrue();
+    assertThat(a.reason()).isEqualTo(Reason.TIMEOUT);
+    assertThat(a.retryAfterMicros()).as("an allowance asks for no wait").isZero();
+    assertThat(a.ticket()).containsSame(t);
+    assertThat(Decision.builder(p).resetAtMicros(1).build()).isEqualTo(Decision.allowed(p, 0, 1, null));
+    assertThat(Decision.builder(p).refused(Reason.TIMEOUT).resetAtMicros(1).build().retryAfterMicros()).isEqualTo(1);
+    assertThatThrownBy(() -> Decision.builder(p).remaining(3).build()).isInstanceOf(IllegalStateException.class)
+        .hasMessage("resetAtMicros was not set for a decision of policy 'p'; every decision says when its window ends "
+            + "or its state is restored");
+    assertThatThrownBy(() -> Decision.builder(p).refused(null)).isInstanceOf(NullPointerException.class).hasMessage("reason");
+  }
+
   @Test
   void resetAtIsAnInstantOfEpochMicros() {
     Decision d = Decision.allowed(p, 1, 1_700_000_000_123_456L, null);

@@ -143,7 +143,8 @@ final class AllOf {
       composed = issuer.issue(best.policy(), key == null ? "" : key, permits, 0);
       book.put(composed, new Charges(s, tickets == null ? new Ticket[0] : tickets, sharedTicket));
     }
-    return Decision.of(true, reason, path, best.policy(), best.remaining(), best.resetAtMicros(), 0, composed);
+    return Decision.builder(best.policy()).allowed(reason).path(path)
+        .remaining(best.remaining()).resetAtMicros(best.resetAtMicros()).ticket(composed).build();
   }
 
   /**
@@ -277,7 +278,7 @@ final class AllOf {
   /** A failure refusal: the shared limiter's own failure-mode wait when it refused, else {@code failureRetry}. */
   Decision failure(Policy p, Reason r, long now, Decision shared) {
     long retry = shared != null && !shared.allowed() && shared.path() == Path.FAILURE_MODE ? shared.retryAfterMicros() : failureRetryMicros;
-    return Decision.of(false, r, Path.FAILURE_MODE, p, 0, now + retry, retry, null);
+    return Decision.builder(p).refused(r).path(Path.FAILURE_MODE).resetAtMicros(now + retry).retryAfterMicros(retry).build();
   }
 
   /**

@@ -179,7 +179,8 @@ public final class NearCachedRateLimiter implements RateLimiter {
       return null;
     }
     hits.increment();
-    return Decision.of(false, Reason.LIMIT_EXCEEDED, Path.NEAR_CACHE, p, e.remaining, e.resetAtMicros, e.untilMicros - now, null);
+    return Decision.builder(p).refused(Reason.LIMIT_EXCEEDED).path(Path.NEAR_CACHE)
+        .remaining(e.remaining).resetAtMicros(e.resetAtMicros).retryAfterMicros(e.untilMicros - now).build();
   }
 
   private void remember(String key, long permits, Policy p, Decision d, long now) {

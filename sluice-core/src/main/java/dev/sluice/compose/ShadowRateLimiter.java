@@ -1,10 +1,8 @@
 package dev.sluice.compose;
 
 import dev.sluice.Decision;
-import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
-import dev.sluice.Reason;
 import dev.sluice.Refund;
 import dev.sluice.Settlement;
 import dev.sluice.Ticket;
@@ -77,8 +75,7 @@ public final class ShadowRateLimiter implements RateLimiter {
       return c;
     }
     // Would refuse (or threw): allowed, with no ticket, since nothing was counted.
-    return Decision.of(true, Reason.WITHIN_LIMIT, Path.PRIMARY, p,
-        c != null ? c.remaining() : 0, c != null ? c.resetAtMicros() : 0, 0, null);
+    return Decision.allowed(p, c != null ? c.remaining() : 0, c != null ? c.resetAtMicros() : 0, null);
   }
 
   /** The candidate's decision, or null when it threw. */
@@ -110,7 +107,7 @@ public final class ShadowRateLimiter implements RateLimiter {
       return enforcing.peek(key, p);
     }
     Decision c = candidate.peek(key, p);
-    return c.allowed() ? c : Decision.of(true, Reason.WITHIN_LIMIT, Path.PRIMARY, p, c.remaining(), c.resetAtMicros(), 0, null);
+    return c.allowed() ? c : Decision.allowed(p, c.remaining(), c.resetAtMicros(), null);
   }
 
   @Override public Refund refund(Ticket ticket) {

@@ -77,7 +77,7 @@ public final class RateLimitGuard {
       // A limiter must not throw for store trouble; one that does is treated as a store failure.
       report(new StoreError(policy, key, Reason.STORE_UNAVAILABLE, null, e));
       long now = Ticker.system().nowMicros();
-      return Decision.of(true, Reason.STORE_UNAVAILABLE, Path.FAILURE_MODE, policy, 0, now, 0, null);
+      return Decision.builder(policy).allowed(Reason.STORE_UNAVAILABLE).path(Path.FAILURE_MODE).resetAtMicros(now).build();
     }
     if (d.allowed()) {
       if (d.reason().isFailure()) {
@@ -89,7 +89,7 @@ public final class RateLimitGuard {
     Reason reason = d.reason();
     if (reason.isFailure() && !FailureMode.alwaysClosed(reason)) {
       report(new StoreError(policy, key, reason, d, null));
-      return Decision.of(true, reason, Path.FAILURE_MODE, d.policy(), 0, d.resetAtMicros(), 0, null);
+      return Decision.builder(d.policy()).allowed(reason).path(Path.FAILURE_MODE).resetAtMicros(d.resetAtMicros()).build();
     }
     throw new RateLimitExceededException(d);
   }

@@ -99,8 +99,6 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
   public static final Duration DEFAULT_CLOCK_TOLERANCE = Duration.ofSeconds(1);
   /** Records per {@link VersionedStore#list} page during a sweep. */
   static final int SWEEP_PAGE = 256;
-  /** At most this many malformed record ids are named in a {@link SweepResult}. */
-  static final int MAX_REPORTED_MALFORMED = 100;
 
   private static final long BACKOFF_BASE_NANOS = 100_000;
   private static final long BACKOFF_MAX_NANOS = 10_000_000;
@@ -330,7 +328,7 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
             ? StateFormat.decode(alg, rec.value(), st, meta) : StateFormat.MALFORMED;
         if (kind == StateFormat.MALFORMED) {
           malformed++;
-          if (malformedIds.size() < MAX_REPORTED_MALFORMED) {
+          if (malformedIds.size() < SweepResult.MAX_NAMED) {
             malformedIds.add(String.valueOf(rec.id()));
           }
           continue;
@@ -353,7 +351,7 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
       LOG.log(System.Logger.Level.WARNING, "sweep of policy ''{0}'' kept {1} malformed record(s), e.g. {2}; "
           + "checks against them fail closed with CORRUPT_STATE until reset", policy.name(), malformed, malformedIds.get(0));
     }
-    return new SweepResult(policy.name(), scanned, deleted, live, changed, malformed, List.copyOf(malformedIds));
+    return new SweepResult(scanned, deleted, live, changed, malformed, malformedIds);
   }
 
   private List<StoredRecord> storeList(Policy p, String partition, String after) {

@@ -114,7 +114,8 @@ class NearCacheTest {
 
       @Override public Decision tryAcquire(String key, long permits, Policy p) {
         calls++;
-        return Decision.of(false, Reason.STORE_UNAVAILABLE, Path.FAILURE_MODE, p, 0, ticker.nowMicros() + 1_000_000, 1_000_000, null);
+        return Decision.builder(p).refused(Reason.STORE_UNAVAILABLE).path(Path.FAILURE_MODE)
+            .resetAtMicros(ticker.nowMicros() + 1_000_000).retryAfterMicros(1_000_000).build();
       }
     };
     NearCachedRateLimiter cached = NearCachedRateLimiter.builder(failing).ticker(ticker).build();

@@ -53,7 +53,6 @@ class VersionedStoreSweepTest {
     ticker.advance(Duration.ofSeconds(5)); // T0 + 11 s: the old-* windows ended at T0 + 10 s
     store.resetCounts();
     SweepResult r = limiter.sweep();
-    assertThat(r.policy()).isEqualTo("sweep");
     assertThat(r.scanned()).isEqualTo(600 + 40 + 3);
     assertThat(r.deleted()).isEqualTo(599);
     assertThat(r.changed()).isEqualTo(1);
@@ -101,5 +100,14 @@ class VersionedStoreSweepTest {
         new InMemoryVersionedStore()).ticker(() -> 0).build();
     assertThatThrownBy(limiter::sweep).isInstanceOf(IllegalStateException.class)
         .hasMessage("clock reading 0 us is not plausible (it must be in 1..2^52 - 2^49); sweep cannot judge expiry with it");
+  }
+
+  /** Issue 13: two public SweepResult records (core, JDBC) with different fields; one now, which caps the named ids itself. */
+  @Test
+  void aSweepResultNamesAtMostTheFirstHundredMalformedRecords() {
+    List<String> ids = java.util.stream.IntStream.range(0, 250).mapToObj(i -> "id-" + i).toList();
+    SweepResult r = new SweepResult(250, 0, 0, 0, 250, ids);
+    assertThat(r.malformedIds()).hasSize(SweepResult.MAX_NAMED).isEqualTo(ids.subList(0, 100));
+    assertThatThrownBy(() -> r.malformedIds().add("x")).isInstanceOf(UnsupportedOperationException.class);
   }
 }

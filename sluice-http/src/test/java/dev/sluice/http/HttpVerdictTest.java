@@ -39,9 +39,9 @@ class HttpVerdictTest {
       case STORE_UNAVAILABLE, TIMEOUT, CORRUPT_STATE, INVALID_CLOCK -> 503;
     };
     for (Path path : Path.values()) {
-      Decision refused = Decision.of(false, reason, path, API, 0, T0 + 1_000_000, 1_000_000, null);
+      Decision refused = Decision.builder(API).refused(reason).path(path).resetAtMicros(T0 + 1_000_000).retryAfterMicros(1_000_000).build();
       assertThat(HttpVerdict.status(refused)).as(reason + " on " + path).isEqualTo(expected);
-      assertThat(HttpVerdict.status(Decision.of(true, reason, path, API, 5, T0, 0, null))).isEqualTo(200);
+      assertThat(HttpVerdict.status(Decision.builder(API).allowed(reason).path(path).remaining(5).resetAtMicros(T0).build())).isEqualTo(200);
     }
   }
 

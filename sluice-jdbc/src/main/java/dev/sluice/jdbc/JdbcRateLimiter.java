@@ -10,6 +10,7 @@ import dev.sluice.model.ReferenceModel;
 import dev.sluice.spi.StepResult;
 import dev.sluice.spi.StoreBackedRateLimiter;
 import dev.sluice.spi.StoreNotReachedException;
+import dev.sluice.store.SweepResult;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Arrays;

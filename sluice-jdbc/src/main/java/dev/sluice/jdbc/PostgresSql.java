@@ -361,6 +361,11 @@ final class PostgresSql {
       return rs.next() ? new SweepRow(rs.getString("tenant"), rs.getString("policy_id"), rs.getString("key_id"),
           rs.getLong("version"), rs.getBoolean("ok")) : null;
     }
+
+    /** The row's primary key as an operator finds it: {@code policy_id/key_id}, after {@code tenant/} in tenant mode. */
+    String id() {
+      return (tenant.isEmpty() ? "" : tenant + "/") + policyId + "/" + keyId;
+    }
   }
 
   /** Deletes the rows of a batch whose version is still the one read. */

@@ -1,6 +1,7 @@
 package dev.sluice.jdbc;
 
 import dev.sluice.Ticker;
+import dev.sluice.store.SweepResult;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -29,8 +30,8 @@ final class PostgresSweep {
   /** Sweeps the rows {@code tenant} sees, {@code batchSize} (at least 1) at a time, running {@code betweenReadAndDelete} (tests) in each batch. */
   SweepResult sweep(int batchSize, String tenant, Runnable betweenReadAndDelete) throws SQLException {
     PostgresSql.SweepRow cursor = new PostgresSql.SweepRow("", "", "", 0, true);
-    long deleted = 0, malformed = 0, changed = 0;
-    int batches = 0;
+    long scanned = 0, deleted = 0, malformed = 0, changed = 0;
+    List<String> malformedIds = new ArrayList<>();
     try (Connection c = statements.connection()) {
       while (true) {
         List<String> ts = new ArrayList<>(), ps = new ArrayList<>(), ks = new ArrayList<>();
@@ -55,6 +56,9 @@ final class PostgresSweep {
               cursor = row;
               if (!row.wellFormed()) {
                 malformed++;
+                if (malformedIds.size() < SweepResult.MAX_NAMED) {
+                  malformedIds.add(row.id());
+                }
                 continue;
               }
               ts.add(row.tenant());
@@ -64,7 +68,7 @@ final class PostgresSweep {
             }
           }
         }
-        batches++;
+        scanned += read;
         if (betweenReadAndDelete != null) {
           betweenReadAndDelete.run();
         }
@@ -86,7 +90,7 @@ final class PostgresSweep {
           }
         }
         if (read < batchSize) {
-          return new SweepResult(deleted, malformed, changed, batches);
+          return new SweepResult(scanned, deleted, 0, changed, malformed, malformedIds);
         }
       }
     }

@@ -7,7 +7,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.jdbc.JdbcRateLimiter;
-import dev.sluice.jdbc.SweepResult;
+import dev.sluice.store.SweepResult;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;

@@ -133,7 +133,7 @@ class FrontEndsAgreeTest {
     cases.add(new Case("allowed", Decision.allowed(API, 57, T0 + 60_000_000, new Ticket.Issuer().issue(API, "k", 1, T0))));
     for (Reason r : List.of(Reason.STORE_UNAVAILABLE, Reason.TIMEOUT)) {
       // What FailureMode.open answers: allowed, nothing counted, no store to report limits from.
-      cases.add(new Case("allowed " + r + " failure_mode", Decision.of(true, r, Path.FAILURE_MODE, API, 0, T0, 0, null)));
+      cases.add(new Case("allowed " + r + " failure_mode", Decision.builder(API).allowed(r).path(Path.FAILURE_MODE).resetAtMicros(T0).build()));
     }
     for (Reason r : Reason.values()) {
       if (r == Reason.WITHIN_LIMIT) {
@@ -142,7 +142,7 @@ class FrontEndsAgreeTest {
       // 39.500001 s: Retry-After 40, retryAfterMillis 39501, both rounded up.
       cases.add(new Case("refused " + r + " primary", Decision.refused(API, r, 0, T0 + 40_000_000, 39_500_001)));
       // 250 µs: Retry-After 1, retryAfterMillis 1 (rounded up, at least 1).
-      cases.add(new Case("refused " + r + " failure_mode", Decision.of(false, r, Path.FAILURE_MODE, API, 0, T0 + 250, 250, null)));
+      cases.add(new Case("refused " + r + " failure_mode", Decision.builder(API).refused(r).path(Path.FAILURE_MODE).resetAtMicros(T0 + 250).retryAfterMicros(250).build()));
     }
     return cases.stream();
   }
