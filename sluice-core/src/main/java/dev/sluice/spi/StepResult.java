@@ -42,7 +42,6 @@ public final class StepResult {
     return new StepResult(null, null, null, allowed, remaining, resetAt, retryAfter, stamp, wrote);
   }
 
-
   /**
    * This result, decided under {@code policy} instead of the call's: a store that pins a key to
    * other numbers (a PostgreSQL per-account override) says so, and the decision and its ticket
