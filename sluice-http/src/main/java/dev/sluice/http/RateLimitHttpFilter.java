@@ -2,13 +2,21 @@ package dev.sluice.http;
 
 import com.sun.net.httpserver.Filter;
 import com.sun.net.httpserver.Headers;
+import com.sun.net.httpserver.HttpContext;
 import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpPrincipal;
+import com.sun.net.httpserver.HttpsExchange;
 import dev.sluice.internal.Checks;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.net.URI;
 import java.security.Principal;
 import java.util.List;
+import java.util.function.Function;
+import java.util.function.IntConsumer;
+import javax.net.ssl.SSLSession;
 
 /**
  * A filter for the JDK's {@code com.sun.net.httpserver.HttpServer} that rate-limits requests as
@@ -47,19 +55,88 @@ public final class RateLimitHttpFilter extends Filter {
       chain.doFilter(exchange);
       return;
     }
+    // The refund or settlement runs as the handler sends its response headers, so that a client
+    // never reads its answer before the permits are back: run after the handler, it raced the
+    // client's next request. From the response header only: on JDK 17 an exchange's attributes are
+    // its context's, shared by every exchange at once, so one request's usage would settle another's.
+    Function<String, Object> usage = name -> exchange.getResponseHeaders().getFirst(name);
+    IntConsumer beforeHeaders = status -> admission.complete(false, status, usage);
     try {
-      chain.doFilter(exchange);
+      chain.doFilter(exchange instanceof HttpsExchange s ? new SecureCompleting(s, beforeHeaders) : new Completing(exchange, beforeHeaders));
     } catch (IOException | RuntimeException | Error e) {
       admission.complete(true, -1, name -> null);
       throw e;
     }
-    // The response header only: on JDK 17 an exchange's attributes are its context's, shared by
-    // every exchange at once, so one request's usage would settle another's.
-    admission.complete(false, exchange.getResponseCode(), name -> exchange.getResponseHeaders().getFirst(name));
+    admission.complete(false, exchange.getResponseCode(), usage); // a handler that sent no headers; once per request
   }
 
   @Override public String description() {
     return "Sluice rate limit (policy '" + rateLimit.policy().name() + "')";
+  }
+
+  /** The exchange, completing the admission just before its response headers are sent. */
+  private static final class Completing extends HttpExchange {
+    private final HttpExchange x;
+    private final IntConsumer beforeHeaders;
+
+    Completing(HttpExchange x, IntConsumer beforeHeaders) {
+      this.x = x;
+      this.beforeHeaders = beforeHeaders;
+    }
+
+    @Override public void sendResponseHeaders(int rCode, long responseLength) throws IOException {
+      beforeHeaders.accept(rCode);
+      x.sendResponseHeaders(rCode, responseLength);
+    }
+
+    @Override public Headers getRequestHeaders() { return x.getRequestHeaders(); }
+    @Override public Headers getResponseHeaders() { return x.getResponseHeaders(); }
+    @Override public URI getRequestURI() { return x.getRequestURI(); }
+    @Override public String getRequestMethod() { return x.getRequestMethod(); }
+    @Override public HttpContext getHttpContext() { return x.getHttpContext(); }
+    @Override public void close() { x.close(); }
+    @Override public InputStream getRequestBody() { return x.getRequestBody(); }
+    @Override public OutputStream getResponseBody() { return x.getResponseBody(); }
+    @Override public InetSocketAddress getRemoteAddress() { return x.getRemoteAddress(); }
+    @Override public int getResponseCode() { return x.getResponseCode(); }
+    @Override public InetSocketAddress getLocalAddress() { return x.getLocalAddress(); }
+    @Override public String getProtocol() { return x.getProtocol(); }
+    @Override public Object getAttribute(String name) { return x.getAttribute(name); }
+    @Override public void setAttribute(String name, Object value) { x.setAttribute(name, value); }
+    @Override public void setStreams(InputStream i, OutputStream o) { x.setStreams(i, o); }
+    @Override public HttpPrincipal getPrincipal() { return x.getPrincipal(); }
+  }
+
+  /** {@link Completing} for an HTTPS exchange, which handlers may ask for its TLS session. */
+  private static final class SecureCompleting extends HttpsExchange {
+    private final HttpsExchange x;
+    private final Completing c;
+
+    SecureCompleting(HttpsExchange x, IntConsumer beforeHeaders) {
+      this.x = x;
+      this.c = new Completing(x, beforeHeaders);
+    }
+
+    @Override public SSLSession getSSLSession() { return x.getSSLSession(); }
+    @Override public void sendResponseHeaders(int rCode, long responseLength) throws IOException {
+      c.sendResponseHeaders(rCode, responseLength);
+    }
+    @Override public Headers getRequestHeaders() { return c.getRequestHeaders(); }
+    @Override public Headers getResponseHeaders() { return c.getResponseHeaders(); }
+    @Override public URI getRequestURI() { return c.getRequestURI(); }
+    @Override public String getRequestMethod() { return c.getRequestMethod(); }
+    @Override public HttpContext getHttpContext() { return c.getHttpContext(); }
+    @Override public void close() { c.close(); }
+    @Override public InputStream getRequestBody() { return c.getRequestBody(); }
+    @Override public OutputStream getResponseBody() { return c.getResponseBody(); }
+    @Override public InetSocketAddress getRemoteAddress() { return c.getRemoteAddress(); }
+    @Override public int getResponseCode() { return c.getResponseCode(); }
+    @Override public InetSocketAddress getLocalAddress() { return c.getLocalAddress(); }
+    @Override public String getProtocol() { return c.getProtocol(); }
+    @Override public Object getAttribute(String name) { return c.getAttribute(name); }
+    @Override public void setAttribute(String name, Object value) { c.setAttribute(name, value); }
+    @Override public void setStreams(InputStream i, OutputStream o) { c.setStreams(i, o); }
+    @Override public HttpPrincipal getPrincipal() { return c.getPrincipal(); }
   }
 
   /** An exchange as the key resolvers see it. */
