@@ -105,8 +105,10 @@ class WaitingLimiterTest {
 
   @Test
   void acquireAsyncCompletesWhenAdmittedFromTheSchedulerWithoutHoldingTheCaller() throws Exception {
-    // Real time here (the scheduler runs on it), with a short window; the test waits on the future.
-    MemoryRateLimiter limiter = MemoryRateLimiter.builder(Policy.fixedWindow("async", 1, Duration.ofMillis(150))).build();
+    // The scheduler waits in real time, the limiter's clock is the test's: only the test rolls the
+    // window. (On real time a starved machine rolled it before the first assertion, or before the
+    // last call.) A retry that fires before the roll is refused and scheduled again.
+    MemoryRateLimiter limiter = MemoryRateLimiter.builder(Policy.fixedWindow("async", 1, Duration.ofMillis(150))).ticker(ticker).build();
     ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> new Thread(r, "test-scheduler"));
     try {
       WaitingLimiter w = WaitingLimiter.builder(limiter).scheduler(scheduler).build();
@@ -116,6 +118,7 @@ class WaitingLimiterTest {
       CompletableFuture<Decision> f = w.acquireAsync("k", 1, Duration.ofSeconds(5)).toCompletableFuture();
       assertThat(f).as("the caller got its future back before the window rolled").isNotDone();
       f.thenRun(() -> completedOn.compareAndSet(null, Thread.currentThread().getName()));
+      ticker.advance(Duration.ofMillis(150));
 
       Decision d = f.get(5, TimeUnit.SECONDS);
       assertThat(d.allowed()).isTrue();
