@@ -186,6 +186,28 @@ public class TestApp {
     }
   }
 
+  /**
+   * A WebFlux filter after Sluice's that, when asked by {@code X-Commit-Probe}, names in
+   * {@code X-Commit-Thread} the thread its own commit action ran on: the thread the commit goes on
+   * on once Sluice's refund is done. Ignored by the servlet applications.
+   */
+  @org.springframework.stereotype.Component
+  public static class CommitProbe implements org.springframework.web.server.WebFilter, org.springframework.core.Ordered {
+    @Override public Mono<Void> filter(org.springframework.web.server.ServerWebExchange exchange,
+                                       org.springframework.web.server.WebFilterChain chain) {
+      if (exchange.getRequest().getHeaders().getFirst("X-Commit-Probe") != null) {
+        var response = exchange.getResponse();
+        response.beforeCommit(() -> Mono.fromRunnable(
+            () -> response.getHeaders().set("X-Commit-Thread", Thread.currentThread().getName())));
+      }
+      return chain.filter(exchange);
+    }
+
+    @Override public int getOrder() {
+      return SluiceWebFilter.ORDER + 1;
+    }
+  }
+
   /** A bean a key expression calls. */
   @Service("keys")
   public static class Keys {
