@@ -4,13 +4,18 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 /**
@@ -24,12 +29,34 @@ abstract class RedisLink implements AutoCloseable {
 
   @Override public abstract void close();
 
+  /** How long {@link #asyncOf} waits for the scripts to load. */
+  static final long SCRIPT_LOAD_MILLIS = 1_000;
+
+  /**
+   * The async commands of {@code c}, with every script loaded first (on a Cluster, on every node). A
+   * server without a script answers {@code NOSCRIPT} and the request is sent again with its body;
+   * during a burst of async calls on one key, later calls' {@code EVALSHA}s then ran before earlier
+   * calls' {@code EVAL}s, out of issue order. Loaded here, before the connection decides, a burst keeps
+   * its order; a server that loses its cache later (a restart, {@code SCRIPT FLUSH}, a new node) is
+   * served as before. A server that does not answer within {@value #SCRIPT_LOAD_MILLIS} ms is left
+   * to {@code NOSCRIPT}.
+   */
   @SuppressWarnings("unchecked")
   static RedisClusterAsyncCommands<String, String> asyncOf(StatefulConnection<String, String> c) {
-    if (c instanceof StatefulRedisClusterConnection<String, String> cc) {
-      return cc.async();
+    RedisClusterAsyncCommands<String, String> commands = c instanceof StatefulRedisClusterConnection<String, String> cc
+        ? cc.async() : ((StatefulRedisConnection<String, String>) c).async();
+    List<CompletableFuture<String>> loads = new ArrayList<>();
+    try {
+      for (RedisScript script : RedisScript.values()) {
+        loads.add(commands.scriptLoad(script.body).toCompletableFuture());
+      }
+      CompletableFuture.allOf(loads.toArray(new CompletableFuture<?>[0])).get(SCRIPT_LOAD_MILLIS, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (ExecutionException | TimeoutException | RuntimeException e) {
+      // Not loaded now: the first call on that server loads its script through NOSCRIPT, as before.
     }
-    return ((StatefulRedisConnection<String, String>) c).async();
+    return commands;
   }
 
   /** A connection the user owns: used as is, never closed by us; Lettuce's auto-reconnect restores it. */
@@ -210,10 +237,11 @@ abstract class RedisLink implements AutoCloseable {
       boolean used = false;
       try {
         fresh = connector.get();
+        RedisClusterAsyncCommands<String, String> freshCommands = asyncOf(fresh); // its scripts loaded outside the lock
         synchronized (this) {
           StatefulConnection<String, String> current = connection;
           if (!closed && (current == null || !current.isOpen())) {
-            commands = asyncOf(fresh);
+            commands = freshCommands;
             connection = fresh;
             replaced = current;
             used = true;

@@ -2,6 +2,7 @@ package dev.sluice.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sluice.Decision;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
@@ -13,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -69,14 +71,33 @@ class RedisClusterConformanceTest extends RateLimiterContract {
    * the node timeout, so no node marks another failed. The limiter has its own short deadline.
    */
   /**
-   * Not on a Cluster: each limiter here opens its own cluster connection, whose per-node connections
-   * Lettuce opens on first use, and commands queued behind a node connection still opening are
-   * dispatched as its future completes, in no promised order. A CI run saw it once: the 15th of 150
-   * async acquires on one key reached the store after the rest. Each decision is still exact for the
-   * order the store saw (the exact-admission cases run here); standalone Redis runs the burst case.
+   * A burst of async calls on one key reached the store out of issue order when the key's node did
+   * not have the script yet (a CI run: the 15th of 150 sliding-log acquires, which are never
+   * coalesced, after the rest). Each call's EVALSHA answered NOSCRIPT and the call was sent again with
+   * its EVAL, while the burst's later EVALSHAs, sent after the first EVAL had cached the script, were
+   * decided first. The limiter now loads every script on every node when it connects. Each round
+   * flushes the nodes' script caches and builds a new limiter; the sliding log makes every call a
+   * command of its own, and its exact remaining count says the order the store saw. Before the fix,
+   * round 3's request 2 was decided 34th.
    */
-  @Override protected boolean decidesAsyncCallsInIssueOrder() {
-    return false;
+  @Test void aBurstOnNodesWithoutTheScriptReachesTheStoreInIssueOrder() throws Exception {
+    for (int round = 0; round < 10; round++) {
+      for (int port : PORTS) {
+        RedisServerProcess.output("redis-cli", "-p", Integer.toString(port), "script", "flush");
+      }
+      Policy p = Policy.slidingLog("fresh-burst-" + round + "-" + System.nanoTime(), 100, Duration.ofMinutes(1));
+      try (RedisRateLimiter l = RedisRateLimiter.builder(p, client).timeout(Duration.ofSeconds(10)).build()) {
+        List<CompletableFuture<Decision>> burst = new ArrayList<>();
+        for (int i = 0; i < 150; i++) {
+          burst.add(l.tryAcquireAsync("k", 1).toCompletableFuture());
+        }
+        for (int i = 0; i < 150; i++) {
+          Decision d = burst.get(i).join();
+          assertThat(d.remaining()).as("round %d, request %d: %s", round, i, d).isEqualTo(Math.max(0, 100 - (i + 1)));
+          assertThat(d.allowed()).as("round %d, request %d", round, i).isEqualTo(i < 100);
+        }
+      }
+    }
   }
 
   @Override protected Optional<Outage> outage(Policy policy, Ticker ticker, FailureMode mode) {
