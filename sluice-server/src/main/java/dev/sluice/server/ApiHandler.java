@@ -464,7 +464,17 @@ final class ApiHandler extends Handler.Abstract {
     return write(g -> {
       g.writeStartObject();
       for (Map.Entry<String, Object> f : verdict.fields().entrySet()) {
-        g.writeObjectField(f.getKey(), f.getValue());
+        // Typed writes: writeObjectField looks a serializer up per field (docs/server.md, issue 17.10).
+        Object v = f.getValue();
+        if (v instanceof String text) {
+          g.writeStringField(f.getKey(), text);
+        } else if (v instanceof Long n) {
+          g.writeNumberField(f.getKey(), n);
+        } else if (v instanceof Boolean b) {
+          g.writeBooleanField(f.getKey(), b);
+        } else {
+          g.writeObjectField(f.getKey(), v);
+        }
       }
       if (ticket != null) {
         g.writeStringField("ticket", ticket);
