@@ -82,7 +82,7 @@ serve() {
   local name=$1; shift
   java -jar "$SERVER_JAR" serve --config "$work/policies.yaml" --port "$SERVER_PORT" "$@" > "$work/serve-$name.log" 2>&1 &
   server_pid=$!
-  for _ in $(seq 300); do grep -q '^sluice: stop with' "$work/serve-$name.log" && break; sleep 0.1; done
+  for _ in $(seq 300); do grep -qs '^sluice: stop with' "$work/serve-$name.log" && break; sleep 0.1; done
   grep -q '^sluice: stop with' "$work/serve-$name.log" || { cat "$work/serve-$name.log"; exit 1; }
   local url="http://127.0.0.1:$SERVER_PORT/v1/acquire"
   POLICY=bench KEYS=1000 wrk -t2 -c64 -d"$WARMUP" -s docs/load/acquire.lua "$url" > /dev/null

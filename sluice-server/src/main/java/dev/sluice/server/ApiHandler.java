@@ -268,8 +268,7 @@ final class ApiHandler extends Handler.Abstract {
       pending.release();
       throw x;
     }
-    decision.whenComplete((d, error) -> {
-      pending.release();
+    java.util.function.BiConsumer<Decision, Throwable> respond = (d, error) -> {
       try {
         if (error != null) {
           LOG.log(System.Logger.Level.ERROR, "acquire for policy '" + e.policy().name() + "' failed", error);
@@ -281,6 +280,25 @@ final class ApiHandler extends Handler.Abstract {
         callback.failed(x);
       } finally {
         acquireTimer.record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS);
+      }
+    };
+    if (decision.toCompletableFuture().isDone()) { // the memory store decides at once: answer on this thread
+      decision.whenComplete((d, error) -> {
+        pending.release();
+        respond.accept(d, error);
+      });
+      return;
+    }
+    // A decision from the store completes on its I/O thread (Lettuce's event loop: one per
+    // connection, so one per policy). The answer (ticket HMAC, JSON, the HTTP write) goes to Jetty's
+    // pool instead: written there, it made that one thread the service's bottleneck (docs/server.md).
+    java.util.concurrent.Executor requestThreads = request.getComponents().getExecutor();
+    decision.whenComplete((d, error) -> {
+      pending.release();
+      try {
+        requestThreads.execute(() -> respond.accept(d, error));
+      } catch (java.util.concurrent.RejectedExecutionException x) {
+        respond.accept(d, error); // the pool is stopping or full: answer here rather than never
       }
     });
   }
@@ -464,7 +482,17 @@ final class ApiHandler extends Handler.Abstract {
     return write(g -> {
       g.writeStartObject();
       for (Map.Entry<String, Object> f : verdict.fields().entrySet()) {
-        g.writeObjectField(f.getKey(), f.getValue());
+        // Typed writes: writeObjectField looks a serializer up per field (docs/server.md, issue 17.10).
+        Object v = f.getValue();
+        if (v instanceof String text) {
+          g.writeStringField(f.getKey(), text);
+        } else if (v instanceof Long n) {
+          g.writeNumberField(f.getKey(), n);
+        } else if (v instanceof Boolean b) {
+          g.writeBooleanField(f.getKey(), b);
+        } else {
+          g.writeObjectField(f.getKey(), v);
+        }
       }
       if (ticket != null) {
         g.writeStringField("ticket", ticket);

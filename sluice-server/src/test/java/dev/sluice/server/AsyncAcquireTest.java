@@ -71,6 +71,16 @@ class AsyncAcquireTest {
     }
   }
 
+  /** {@code n} acquires of one permit each under policy login, keys k0 to k(n-1), sent at once. */
+  static List<Future<HttpResponse<String>>> acquires(ExecutorService clients, Http http, int n) {
+    List<Future<HttpResponse<String>>> answers = new java.util.ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      String body = "{\"policy\":\"login\",\"key\":\"k" + i + "\"}";
+      answers.add(clients.submit(() -> http.post("/v1/acquire", body)));
+    }
+    return answers;
+  }
+
   @Test void outstandingDecisionsHoldNoRequestThreadAndPastMaxPendingAreShedAtOnce() throws Exception {
     ManualTicker ticker = Ticker.manual(ServerApiTest.T0);
     GatedStore store = new GatedStore(ticker);
@@ -79,11 +89,7 @@ class AsyncAcquireTest {
     try (SluiceServer server = new SluiceServer(policies, store, "127.0.0.1", 0, Duration.ofSeconds(5), ticker, 100,
         TicketKeys.random(), 200).start()) {
       Http http = new Http(server.uri());
-      List<Future<HttpResponse<String>>> answers = new java.util.ArrayList<>();
-      for (int i = 0; i < 200; i++) {
-        int n = i;
-        answers.add(clients.submit(() -> http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"k" + n + "\"}")));
-      }
+      List<Future<HttpResponse<String>>> answers = acquires(clients, http, 200);
       // 200 decisions outstanding on a pool of 64 request threads: none of them is parked on one.
       ServerApiTest.awaitTrue(() -> store.held.size() == 200);
       assertThat(http.get("/healthz").statusCode()).as("threads are free to serve").isEqualTo(200);
@@ -99,6 +105,42 @@ class AsyncAcquireTest {
         assertThat(ServerApiTest.json(r).has("ticket")).isTrue();
       }
       assertThat(http.get("/metrics").body()).contains("sluice_server_requests_seconds_count{endpoint=\"acquire\"} 200");
+    } finally {
+      clients.shutdownNow();
+    }
+  }
+
+  /**
+   * Finding 10 of issue 17: a decision completes on the store's I/O thread (Lettuce's event loop, one
+   * per policy), and writing the answer there made that one thread the service's bottleneck. The
+   * answer is written on Jetty's pool: the server's clock, read only for the answer, is never read
+   * on the thread that completed the decisions.
+   */
+  @Test void answersAreWrittenOnRequestThreadsNotOnTheThreadThatCompletedTheDecision() throws Exception {
+    ManualTicker storeTicker = Ticker.manual(ServerApiTest.T0);
+    GatedStore store = new GatedStore(storeTicker);
+    java.util.Set<String> answeredOn = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    Ticker serverTicker = () -> {
+      answeredOn.add(Thread.currentThread().getName());
+      return storeTicker.nowMicros();
+    };
+    List<Policy> policies = PolicyFile.parse(ServerApiTest.POLICIES.replace("limit: 3", "limit: 1000"), "test");
+    ExecutorService clients = Executors.newFixedThreadPool(20);
+    try (SluiceServer server = new SluiceServer(policies, store, "127.0.0.1", 0, Duration.ofSeconds(5), serverTicker, 100,
+        TicketKeys.random(), 200).start()) {
+      Http http = new Http(server.uri());
+      List<Future<HttpResponse<String>>> answers = acquires(clients, http, 20);
+      ServerApiTest.awaitTrue(() -> store.held.size() == 20);
+      answeredOn.clear();
+      Thread io = new Thread(store::open, "store-io");
+      io.start();
+      io.join(30_000);
+      for (Future<HttpResponse<String>> f : answers) {
+        HttpResponse<String> r = f.get(30, TimeUnit.SECONDS);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        assertThat(ServerApiTest.json(r).has("ticket")).isTrue();
+      }
+      assertThat(answeredOn).isNotEmpty().doesNotContain("store-io").allMatch(n -> n.startsWith("sluice-http"));
     } finally {
       clients.shutdownNow();
     }
