@@ -339,14 +339,23 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
 
   /** The script's reply {status, allowed, remaining, resetAt, retryAfter, stamp, wrote} as a step result. */
   private static StepResult result(List<Object> r) {
-    long status = field(r, 0);
+    if (r == null || r.size() != 7) {
+      throw new RedisStoreException("unexpected script reply " + r);
+    }
+    return result(r, 0);
+  }
+
+  /** The seven fields from {@code at} of a reply whose length the caller checked (no view per request of a batch). */
+  private static StepResult result(List<Object> r, int at) {
+    long status = field(r, at);
     if (status == 1) {
       return StepResult.corrupt("the value is not a state Sluice wrote (wrong type or malformed)");
     }
     if (status == 2) {
       return StepResult.invalidClock("clock reading outside (0, 2^52] microseconds");
     }
-    return StepResult.decided(field(r, 1) == 1, field(r, 2), field(r, 3), field(r, 4), field(r, 5), field(r, 6) == 1);
+    return StepResult.decided(field(r, at + 1) == 1, field(r, at + 2), field(r, at + 3), field(r, at + 4), field(r, at + 5),
+        field(r, at + 6) == 1);
   }
 
   /** A batch's reply: seven fields per request, or one failure (corrupt state, bad clock) for all of them. */
@@ -363,13 +372,13 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
       throw new RedisStoreException("unexpected script reply " + r + " to a batch of " + n);
     }
     for (int i = 0; i < n; i++) {
-      rs[i] = result(r.subList(7 * i, 7 * i + 7));
+      rs[i] = result(r, 7 * i);
     }
     return rs;
   }
 
   private static long field(List<Object> r, int i) {
-    if (r == null || r.size() != 7 || !(r.get(i) instanceof Long v)) {
+    if (!(r.get(i) instanceof Long v)) {
       throw new RedisStoreException("unexpected script reply " + r);
     }
     return v;
