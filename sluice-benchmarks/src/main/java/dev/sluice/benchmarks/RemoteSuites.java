@@ -75,7 +75,7 @@ final class RemoteSuites {
           double vb = BenchmarkReport.ratioValue(s, b);
           double vc = BenchmarkReport.ratioValue(s, c);
           r.target("Redis, hot key, 16T: Sluice / Bucket4j", "≥ 10x", fmt(vb) + "x", vb >= 10);
-          r.target("Redis, hot key, 16T: Sluice / single-EVALSHA ceiling", "≥ 0.80", fmt(vc), vc >= 0.8);
+          r.target("Redis, hot key, 16T: Sluice / single-EVALSHA ceiling", "≥ 1.0", fmt(vc), vc >= 1.0); // issue 18
         }
       }
       r.line("");
