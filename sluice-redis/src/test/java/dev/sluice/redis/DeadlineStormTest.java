@@ -102,10 +102,11 @@ class DeadlineStormTest {
     assertThat(threads).as("timeouts and their callbacks run off the timer thread").doesNotContain("sluice-deadline");
     // A loose bound, so that a busy machine cannot fail the build: it still catches a deadline kept
     // a whole wheel rotation (1 s) too long. The targets are reported from the figures. On a
-    // starved machine (load average above twice the cores) no bound holds: a CI run at load 7 on 2
-    // cores, beside a benchmark, had p99 1.78 s without coalescing; then the figures are only printed.
+    // starved machine (load average above three times the cores) no bound holds: a CI run at load 7 on
+    // 2 cores, beside a benchmark, had p99 1.78 s without coalescing; then the figures are only
+    // printed. The suite alone keeps the load near 2 to 5 here, where the bound is asserted.
     long bound = timeout + TimeUnit.SECONDS.toNanos(1);
-    if (load >= 0 && load > 2.0 * cores) {
+    if (load >= 0 && load > 3.0 * cores) {
       System.out.printf("deadline storm: NOT asserting p99/max <= %d ms at load average %.2f on %d cores%n",
           bound / 1_000_000, load, cores);
     } else {
