@@ -110,33 +110,35 @@ public final class RateLimitHttpFilter extends Filter {
   /** {@link Completing} for an HTTPS exchange, which handlers may ask for its TLS session. */
   private static final class SecureCompleting extends HttpsExchange {
     private final HttpsExchange x;
-    private final Completing c;
+    private final IntConsumer beforeHeaders;
 
     SecureCompleting(HttpsExchange x, IntConsumer beforeHeaders) {
       this.x = x;
-      this.c = new Completing(x, beforeHeaders);
+      this.beforeHeaders = beforeHeaders;
+    }
+
+    @Override public void sendResponseHeaders(int rCode, long responseLength) throws IOException {
+      beforeHeaders.accept(rCode);
+      x.sendResponseHeaders(rCode, responseLength);
     }
 
     @Override public SSLSession getSSLSession() { return x.getSSLSession(); }
-    @Override public void sendResponseHeaders(int rCode, long responseLength) throws IOException {
-      c.sendResponseHeaders(rCode, responseLength);
-    }
-    @Override public Headers getRequestHeaders() { return c.getRequestHeaders(); }
-    @Override public Headers getResponseHeaders() { return c.getResponseHeaders(); }
-    @Override public URI getRequestURI() { return c.getRequestURI(); }
-    @Override public String getRequestMethod() { return c.getRequestMethod(); }
-    @Override public HttpContext getHttpContext() { return c.getHttpContext(); }
-    @Override public void close() { c.close(); }
-    @Override public InputStream getRequestBody() { return c.getRequestBody(); }
-    @Override public OutputStream getResponseBody() { return c.getResponseBody(); }
-    @Override public InetSocketAddress getRemoteAddress() { return c.getRemoteAddress(); }
-    @Override public int getResponseCode() { return c.getResponseCode(); }
-    @Override public InetSocketAddress getLocalAddress() { return c.getLocalAddress(); }
-    @Override public String getProtocol() { return c.getProtocol(); }
-    @Override public Object getAttribute(String name) { return c.getAttribute(name); }
-    @Override public void setAttribute(String name, Object value) { c.setAttribute(name, value); }
-    @Override public void setStreams(InputStream i, OutputStream o) { c.setStreams(i, o); }
-    @Override public HttpPrincipal getPrincipal() { return c.getPrincipal(); }
+    @Override public Headers getRequestHeaders() { return x.getRequestHeaders(); }
+    @Override public Headers getResponseHeaders() { return x.getResponseHeaders(); }
+    @Override public URI getRequestURI() { return x.getRequestURI(); }
+    @Override public String getRequestMethod() { return x.getRequestMethod(); }
+    @Override public HttpContext getHttpContext() { return x.getHttpContext(); }
+    @Override public void close() { x.close(); }
+    @Override public InputStream getRequestBody() { return x.getRequestBody(); }
+    @Override public OutputStream getResponseBody() { return x.getResponseBody(); }
+    @Override public InetSocketAddress getRemoteAddress() { return x.getRemoteAddress(); }
+    @Override public int getResponseCode() { return x.getResponseCode(); }
+    @Override public InetSocketAddress getLocalAddress() { return x.getLocalAddress(); }
+    @Override public String getProtocol() { return x.getProtocol(); }
+    @Override public Object getAttribute(String name) { return x.getAttribute(name); }
+    @Override public void setAttribute(String name, Object value) { x.setAttribute(name, value); }
+    @Override public void setStreams(InputStream i, OutputStream o) { x.setStreams(i, o); }
+    @Override public HttpPrincipal getPrincipal() { return x.getPrincipal(); }
   }
 
   /** An exchange as the key resolvers see it. */

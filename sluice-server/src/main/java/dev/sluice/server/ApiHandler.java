@@ -268,39 +268,40 @@ final class ApiHandler extends Handler.Abstract {
       pending.release();
       throw x;
     }
-    java.util.function.BiConsumer<Decision, Throwable> respond = (d, error) -> {
-      try {
-        if (error != null) {
-          LOG.log(System.Logger.Level.ERROR, "acquire for policy '" + e.policy().name() + "' failed", error);
-          sendError(response, callback, 500, "internal", "internal error; the server log has the details");
-        } else {
-          answer(response, callback, e, key, d);
-        }
-      } catch (RuntimeException x) {
-        callback.failed(x);
-      } finally {
-        acquireTimer.record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS);
-      }
-    };
-    if (decision.toCompletableFuture().isDone()) { // the memory store decides at once: answer on this thread
-      decision.whenComplete((d, error) -> {
-        pending.release();
-        respond.accept(d, error);
-      });
-      return;
-    }
     // A decision from the store completes on its I/O thread (Lettuce's event loop: one per
     // connection, so one per policy). The answer (ticket HMAC, JSON, the HTTP write) goes to Jetty's
     // pool instead: written there, it made that one thread the service's bottleneck (docs/server.md).
-    java.util.concurrent.Executor requestThreads = request.getComponents().getExecutor();
+    // The memory store decides at once: that answer is written on this thread.
+    java.util.concurrent.Executor requestThreads =
+        decision.toCompletableFuture().isDone() ? null : request.getComponents().getExecutor();
     decision.whenComplete((d, error) -> {
       pending.release();
+      if (requestThreads == null) {
+        respond(response, callback, e, key, start, d, error);
+        return;
+      }
       try {
-        requestThreads.execute(() -> respond.accept(d, error));
+        requestThreads.execute(() -> respond(response, callback, e, key, start, d, error));
       } catch (java.util.concurrent.RejectedExecutionException x) {
-        respond.accept(d, error); // the pool is stopping or full: answer here rather than never
+        respond(response, callback, e, key, start, d, error); // the pool is stopping or full: answer here rather than never
       }
     });
+  }
+
+  /** Answers a finished acquire: its decision, or a 500 when the limiter failed (it never should). */
+  private void respond(Response response, Callback callback, Entry e, String key, long start, Decision d, Throwable error) {
+    try {
+      if (error != null) {
+        LOG.log(System.Logger.Level.ERROR, "acquire for policy '" + e.policy().name() + "' failed", error);
+        sendError(response, callback, 500, "internal", "internal error; the server log has the details");
+      } else {
+        answer(response, callback, e, key, d);
+      }
+    } catch (RuntimeException x) {
+      callback.failed(x);
+    } finally {
+      acquireTimer.record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS);
+    }
   }
 
   private void answer(Response response, Callback callback, Entry e, String key, Decision d) {

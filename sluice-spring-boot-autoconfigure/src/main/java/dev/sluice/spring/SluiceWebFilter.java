@@ -77,13 +77,9 @@ public final class SluiceWebFilter implements WebFilter, Ordered {
     }
     // The refund runs before the response is committed, so a client that reads its answer and sends
     // the next request always finds the permit back; after the chain, it raced that next request.
-    Executor loop = EventLoop.of(exchange.getRequest());
-    response.beforeCommit(() -> {
-      Mono<Void> r = refund(rule, d, false, status(response));
-      return loop == null ? r : r.publishOn(Schedulers.fromExecutor(loop));
-    });
+    response.beforeCommit(() -> refund(exchange, rule, d, false, status(response)));
     return chain.filter(exchange)
-        .onErrorResume(e -> refund(rule, d, true, -1).then(Mono.error(e))); // once per ticket: no double refund
+        .onErrorResume(e -> refund(exchange, rule, d, true, -1).then(Mono.error(e))); // once per ticket: no double refund
   }
 
   /** The request's Netty event loop on Reactor Netty, else null (the class is only loaded where Reactor Netty is). */
@@ -106,12 +102,18 @@ public final class SluiceWebFilter implements WebFilter, Ordered {
     return s == null ? 200 : s.value();
   }
 
-  /** The refund the rule asks for, if any, off the event loop (a refund is a synchronous store call). */
-  private static Mono<Void> refund(HttpRules.Rule rule, Decision d, boolean threw, int status) {
-    if (rule.rateLimit.refunds(threw, status) && d.ticket().isPresent()) {
-      return Mono.fromRunnable(() -> rule.limiter.refund(d.ticket().get())).subscribeOn(Schedulers.boundedElastic()).then();
+  /**
+   * The refund the rule asks for, if any, off the event loop (a refund is a synchronous store call),
+   * and then back on the connection's event loop on Reactor Netty: what follows (the commit) must
+   * not go on from the refund's thread. No refund due: nothing is scheduled.
+   */
+  private static Mono<Void> refund(ServerWebExchange exchange, HttpRules.Rule rule, Decision d, boolean threw, int status) {
+    if (!rule.rateLimit.refunds(threw, status) || d.ticket().isEmpty()) {
+      return Mono.empty();
     }
-    return Mono.empty();
+    Mono<Void> r = Mono.fromRunnable(() -> rule.limiter.refund(d.ticket().get())).subscribeOn(Schedulers.boundedElastic()).then();
+    Executor loop = EventLoop.of(exchange.getRequest());
+    return loop == null ? r : r.publishOn(Schedulers.fromExecutor(loop));
   }
 
   /** A reactive request as the key resolvers see it. */
