@@ -35,9 +35,10 @@ import javax.sql.DataSource;
  * statement computes exactly the step of {@link ReferenceModel} (same state, same integer
  * arithmetic), on the row it locked, so two racing consumers of the last permit resolve to exactly
  * one winner; a refusal writes nothing. Concurrent acquires of one key in this process are coalesced
- * outside tenant mode ({@link Builder#maxBatch}, default {@value StoreBackedRateLimiter#MAX_BATCH}, 1 turns it off): one
+ * ({@link Builder#maxBatch}, default {@value StoreBackedRateLimiter#MAX_BATCH}, 1 turns it off): one
  * statement ({@code PostgresSql.batch}) decides a batch in arrival order, each request exactly as the
- * model decides it after the ones before it.
+ * model decides it after the ones before it; in tenant mode a batch holds one tenant's requests and
+ * runs under that tenant.
  *
  * <pre>{@code
  * HikariDataSource ds = new HikariDataSource(config);
@@ -176,14 +177,6 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
    */
   @Override protected String batchScope(Policy p) {
     return currentTenant();
-  }
-
-  /**
-   * Not in tenant mode yet: tenant-mode acquires each run their own statement. (A batch's statement
-   * runs under its {@link #batchScope}, the tenant its requests share.)
-   */
-  @Override protected boolean batches(Policy p) {
-    return tenant == null;
   }
 
   private PostgresCall batchCall(Policy p, String tenantId, String key, long[] permits, long now, long deadline) {
@@ -449,7 +442,8 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
      * Tenant mode: every statement first binds {@code currentTenant.get()} to its transaction with
      * {@code set_config('sluice.tenant', tenant, true)}, in the same round trip, and the table's
      * row-level security policy ({@code schema-tenant.sql}) confines it to that tenant's rows. The
-     * supplier is read on the caller's thread for every call.
+     * supplier is read on the caller's thread for every call; coalesced acquires share a batch only
+     * with the same tenant's, and the batch's statement runs under it.
      */
     public Builder tenant(Supplier<String> currentTenant) {
       this.tenant = Checks.notNull("currentTenant", currentTenant);
