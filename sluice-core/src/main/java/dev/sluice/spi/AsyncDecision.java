@@ -30,6 +30,7 @@ final class AsyncDecision<P> extends CompletableFuture<Decision> implements Dead
   private final long start;
   private volatile DeadlineTimer.Timeout timer;
   private volatile CompletableFuture<StepResult> inflight;
+  private Coalescer.LaneId laneId; // set when it is coalesced
   private Lanes.Lane lane; // set when this decision leads a lane
   private volatile Lanes.Waiter queued; // set when it waits in one
 
@@ -44,17 +45,18 @@ final class AsyncDecision<P> extends CompletableFuture<Decision> implements Dead
     this.now = now;
   }
 
-  /** Starts the decision: in its budget's lane when {@code coalesce}, else with a store call of its own. */
-  AsyncDecision<P> start(boolean coalesce) {
+  /** Starts the decision: in lane {@code id} when there is one, else (null) with a store call of its own. */
+  AsyncDecision<P> start(Coalescer.LaneId id) {
     timer = DeadlineTimer.shared().schedule(this, System.nanoTime() + owner.timeoutNanos());
-    if (coalesce) {
+    if (id != null) {
+      laneId = id;
       Lanes.Waiter w = new Lanes.Waiter(permits, now, start + owner.timeoutNanos()) {
         @Override void done(StepResult r, Throwable error) {
           settle(r, error, false);
         }
       };
       queued = w;
-      lane = coalescer.enter(p, key, w);
+      lane = coalescer.enter(id, w);
       if (lane == null) {
         return this; // a batch will decide it
       }
@@ -66,7 +68,7 @@ final class AsyncDecision<P> extends CompletableFuture<Decision> implements Dead
     } catch (IllegalArgumentException e) {
       timer.cancel();
       if (lane != null) {
-        coalescer.handOff(plan, p, key, lane);
+        coalescer.handOff(plan, laneId, lane);
       }
       throw e; // a programmer error, thrown at once as from the sync path
     } catch (RuntimeException e) {
@@ -82,7 +84,7 @@ final class AsyncDecision<P> extends CompletableFuture<Decision> implements Dead
   @Override public void accept(StepResult r, Throwable e) {
     settle(r, e, true);
     if (lane != null) {
-      coalescer.handOff(plan, p, key, lane);
+      coalescer.handOff(plan, laneId, lane);
     }
   }
 

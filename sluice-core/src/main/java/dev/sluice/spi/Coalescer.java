@@ -15,7 +15,8 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * Request coalescing for a {@link StoreBackedRateLimiter} whose backend decides batches: acquires
- * for one budget that arrive while a store call for it is in flight wait in its lane ({@link Lanes}),
+ * for one budget (and scope: {@link LaneId}) that arrive while a store call for it is in flight wait
+ * in its lane ({@link Lanes}),
  * then leave together as one batch, decided by one {@link StoreBackedRateLimiter#stepBatch} in
  * arrival order at one instant. This class assembles the batches (dropping requests whose deadline
  * passed while they queued), dispatches them (on the oldest waiting caller's thread, or without a
@@ -27,8 +28,12 @@ import java.util.concurrent.locks.LockSupport;
 final class Coalescer<P> {
   private static final long PARK_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
-  /** The budget a lane serves: the policy (its name and numbers: one plan) and the key. */
-  private record LaneId(Policy policy, String key) { }
+  /**
+   * What the requests of one lane, and so of every batch, share: the policy (its name and numbers:
+   * one plan), the key, and the backend's {@link StoreBackedRateLimiter#batchScope scope} of the
+   * request (null when it has none), read on the request's own thread as it enters.
+   */
+  record LaneId(Policy policy, String scope, String key) { }
 
   private final StoreBackedRateLimiter<P> owner;
   private final Lanes lanes;
@@ -38,9 +43,25 @@ final class Coalescer<P> {
     this.lanes = new Lanes(maxBatch);
   }
 
-  /** Joins the lane of {@code p} and {@code key}: the lane when {@code w} leads, null when it was queued ({@link Lanes#enter}). */
-  Lanes.Lane enter(Policy p, String key, Lanes.Waiter w) {
-    return lanes.enter(new LaneId(p, key), w);
+  /**
+   * The lane an acquire of {@code p} and {@code key} joins, its scope read now, on the caller's
+   * thread. Null when the scope cannot be read (the backend threw, say for an invalid tenant): the
+   * request is then not coalesced, and its own step meets the same trouble and answers as it does
+   * without coalescing (a programmer error thrown, a store failure decided by the failure mode).
+   */
+  LaneId lane(P plan, Policy p, String key) {
+    String scope;
+    try {
+      scope = owner.batchScope(plan);
+    } catch (RuntimeException e) {
+      return null;
+    }
+    return new LaneId(p, scope, key);
+  }
+
+  /** Joins lane {@code id}: the lane when {@code w} leads, null when it was queued ({@link Lanes#enter}). */
+  Lanes.Lane enter(LaneId id, Lanes.Waiter w) {
+    return lanes.enter(id, w);
   }
 
   /** Withdraws {@code w} at its deadline: true when it will never reach the store ({@link Lanes#withdraw}). */
@@ -49,14 +70,16 @@ final class Coalescer<P> {
   }
 
   /** A synchronous acquire: leads when nothing is in flight for its budget, else waits its turn. */
-  Decision acquire(P plan, Policy p, String key, long permits, long now) {
+  Decision acquire(P plan, LaneId id, long permits, long now) {
+    Policy p = id.policy();
+    String key = id.key();
     SyncWaiter w = new SyncWaiter(permits, now, owner.nanoTime() + owner.timeoutNanos());
-    Lanes.Lane lane = enter(p, key, w);
+    Lanes.Lane lane = enter(id, w);
     if (lane != null) {
       try {
         return owner.decide(plan, p, Step.ACQUIRE, key, permits, now);
       } finally {
-        handOff(plan, p, key, lane);
+        handOff(plan, id, lane);
       }
     }
     boolean interrupted = false;
@@ -65,7 +88,7 @@ final class Coalescer<P> {
         Lanes.Waiter[] batch = w.toRun;
         if (batch != null) {
           w.toRun = null;
-          runBatch(plan, p, key, batch); // completes w too
+          runBatch(plan, id, batch); // completes w too
           continue;
         }
         long left = w.deadline - owner.nanoTime();
@@ -89,7 +112,7 @@ final class Coalescer<P> {
   }
 
   /** After a call of {@code lane} finished: the next batch goes to the store, or the lane goes idle. */
-  void handOff(P plan, Policy p, String key, Lanes.Lane lane) {
+  void handOff(P plan, LaneId id, Lanes.Lane lane) {
     Lanes.Waiter[] batch;
     do {
       batch = unexpired(lanes.next(lane));
@@ -98,7 +121,7 @@ final class Coalescer<P> {
       return;
     }
     if (owner.stepsAsync()) {
-      runBatchAsync(plan, p, key, batch);
+      runBatchAsync(plan, id, batch);
     } else {
       batch[0].run(batch); // the oldest waiting caller runs it on its thread: this one returns now
     }
@@ -146,30 +169,30 @@ final class Coalescer<P> {
    * a later waiter whose share the store did not decide in time is told {@link Reason#TIMEOUT}
    * early rather than holding this thread past its own deadline), then hands the lane on.
    */
-  private void runBatch(P plan, Policy p, String key, Lanes.Waiter[] batch) {
+  private void runBatch(P plan, LaneId id, Lanes.Waiter[] batch) {
     long start = owner.nanoTime();
     StepResult[] rs = null;
     Throwable error = null;
     try {
-      rs = owner.stepBatch(plan, key, permitsOf(batch), batchNow(batch), batch[0].deadline);
+      rs = owner.stepBatch(plan, id.scope(), id.key(), permitsOf(batch), batchNow(batch), batch[0].deadline);
     } catch (Exception e) {
       error = StoreBackedRateLimiter.caught(e);
     }
-    owner.reportStoreCall(p, start, error);
+    owner.reportStoreCall(id.policy(), start, error);
     complete(batch, rs, error);
-    handOff(plan, p, key, batch[0].lane);
+    handOff(plan, id, batch[0].lane);
   }
 
   /**
    * Runs {@code batch} without holding a thread, cancelled at its youngest request's deadline; each
    * request times out at its own deadline meanwhile.
    */
-  private void runBatchAsync(P plan, Policy p, String key, Lanes.Waiter[] batch) {
+  private void runBatchAsync(P plan, LaneId id, Lanes.Waiter[] batch) {
     long start = owner.nanoTime();
     long deadline = batch[batch.length - 1].deadline;
     CompletableFuture<StepResult[]> f;
     try {
-      f = owner.stepBatchAsync(plan, key, permitsOf(batch), batchNow(batch), deadline);
+      f = owner.stepBatchAsync(plan, id.scope(), id.key(), permitsOf(batch), batchNow(batch), deadline);
     } catch (RuntimeException e) {
       f = CompletableFuture.failedFuture(e);
     }
@@ -180,9 +203,9 @@ final class Coalescer<P> {
       timer.cancel();
       Throwable error = e == null ? null : e instanceof CancellationException
           ? new TimeoutException("store call deadline passed") : StoreBackedRateLimiter.unwrap(e);
-      owner.reportStoreCall(p, start, error);
+      owner.reportStoreCall(id.policy(), start, error);
       complete(batch, rs, error);
-      handOff(plan, p, key, batch[0].lane);
+      handOff(plan, id, batch[0].lane);
     });
   }
 

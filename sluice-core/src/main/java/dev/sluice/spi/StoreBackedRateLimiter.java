@@ -46,10 +46,11 @@ import java.util.concurrent.TimeoutException;
  *   <li>listener events: one decision event per acquire (a peek charges nothing and is no decision,
  *       as on the memory tier), one store-call event per step, one refund event per refund;
  *   <li>request coalescing, for a backend that can decide a batch ({@link #stepBatch}): acquires
- *       for one budget that arrive while a store call for it is in flight wait for it, then go
- *       together in one store call that decides them in arrival order at one instant, each exactly
- *       as the reference model decides that sequence; at most {@code maxBatch} per call, and no
- *       request waits past its own deadline. Batch assembly, dispatch and withdrawal at the
+ *       for one budget (within one {@link #batchScope scope}, if the backend has one) that arrive
+ *       while a store call for it is in flight wait for it, then go together in one store call
+ *       that decides them in arrival order at one instant, each exactly as the reference model
+ *       decides that sequence; at most {@code maxBatch} per call, and no request waits past its
+ *       own deadline. Batch assembly, dispatch and withdrawal at the
  *       deadline are the package's {@code Coalescer} (over {@code Lanes}); this class maps each
  *       request's share to its decision.
  * </ul>
@@ -147,16 +148,20 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
    * one instant: each exactly as {@link #step} would decide it after the ones before it. Returns one
    * result per request (a failure such as corrupt state is every request's result). Only called
    * when the backend's builder says it {@link Builder#batches() batches} and {@link #batches}
-   * accepts the plan. Throws as {@link #step} does.
+   * accepts the plan. {@code scope} is every request's {@link #batchScope} (requests of different
+   * scopes never share a batch); a batch may run on any thread, so a step that depends on the
+   * caller's context reads it from {@code scope}, never from the thread. Throws as {@link #step} does.
    */
-  protected StepResult[] stepBatch(P plan, String key, long[] permits, long now, long deadlineNanos) throws Exception {
+  protected StepResult[] stepBatch(P plan, String scope, String key, long[] permits, long now, long deadlineNanos)
+      throws Exception {
     throw new UnsupportedOperationException("this backend decides no batches");
   }
 
   /** {@link #stepBatch} without holding the calling thread; the default runs it on the calling thread. */
-  protected CompletableFuture<StepResult[]> stepBatchAsync(P plan, String key, long[] permits, long now, long deadlineNanos) {
+  protected CompletableFuture<StepResult[]> stepBatchAsync(P plan, String scope, String key, long[] permits, long now,
+                                                           long deadlineNanos) {
     try {
-      return CompletableFuture.completedFuture(stepBatch(plan, key, permits, now, deadlineNanos));
+      return CompletableFuture.completedFuture(stepBatch(plan, scope, key, permits, now, deadlineNanos));
     } catch (Exception e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -175,6 +180,19 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
   /** Whether {@link #stepBatch} can run {@code plan} (a backend may batch some algorithms only). */
   protected boolean batches(P plan) {
     return true;
+  }
+
+  /**
+   * What, besides the policy and the key, requests must share to go in one batch: the part of a
+   * step that comes from the caller's context (PostgreSQL's tenant in tenant mode), read on the
+   * caller's thread as an acquire enters coalescing, and handed to {@link #stepBatch} as its
+   * {@code scope}. The default, null, is no scope. A request whose scope cannot be read (this method
+   * throws) is not coalesced: its own {@link #step} runs, which must meet the same trouble and
+   * answer as it always does. A request that leads its lane still runs its own {@link #step}, on its
+   * own thread, as an uncoalesced request.
+   */
+  protected String batchScope(P plan) {
+    return null;
   }
 
   /** Deletes {@code key}'s state under {@code plan}'s policy. */
@@ -247,7 +265,8 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     if (!plausible(now)) {
       return CompletableFuture.completedFuture(finish(failed(p, Step.ACQUIRE, key, permits, Reason.INVALID_CLOCK, null, now), key));
     }
-    return new AsyncDecision<>(this, coalescer, plan, p, key, permits, now).start(coalescer != null && stepsAsync() && batches(plan));
+    Coalescer.LaneId lane = coalescer != null && stepsAsync() && batches(plan) ? coalescer.lane(plan, p, key) : null;
+    return new AsyncDecision<>(this, coalescer, plan, p, key, permits, now).start(lane);
   }
 
   @Override public final Decision peek(String key, Policy policy) {
@@ -286,8 +305,9 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     Checks.key(key);
     P plan = plan(p);
     Checks.permits(permits, p.limit(), p.name());
-    if (coalescer != null && plausible(nowMicros) && batches(plan)) {
-      return finish(coalescer.acquire(plan, p, key, permits, nowMicros), key);
+    Coalescer.LaneId lane = coalescer != null && plausible(nowMicros) && batches(plan) ? coalescer.lane(plan, p, key) : null;
+    if (lane != null) {
+      return finish(coalescer.acquire(plan, lane, permits, nowMicros), key);
     }
     return finish(decide(plan, p, Step.ACQUIRE, key, permits, nowMicros), key);
   }

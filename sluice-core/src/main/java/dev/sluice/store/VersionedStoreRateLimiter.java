@@ -202,7 +202,7 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
    * before left, and one compare-and-set when any of them changed it; a lost race recomputes the
    * whole batch on the state that won.
    */
-  @Override protected StepResult[] stepBatch(Policy p, String key, long[] permits, long now, long deadline) {
+  @Override protected StepResult[] stepBatch(Policy p, String scope, String key, long[] permits, long now, long deadline) {
     Algorithm alg = p.algorithm();
     Outcome out = new Outcome();
     StepResult[] rs = new StepResult[permits.length];

@@ -35,9 +35,10 @@ import javax.sql.DataSource;
  * statement computes exactly the step of {@link ReferenceModel} (same state, same integer
  * arithmetic), on the row it locked, so two racing consumers of the last permit resolve to exactly
  * one winner; a refusal writes nothing. Concurrent acquires of one key in this process are coalesced
- * outside tenant mode ({@link Builder#maxBatch}, default {@value StoreBackedRateLimiter#MAX_BATCH}, 1 turns it off): one
+ * ({@link Builder#maxBatch}, default {@value StoreBackedRateLimiter#MAX_BATCH}, 1 turns it off): one
  * statement ({@code PostgresSql.batch}) decides a batch in arrival order, each request exactly as the
- * model decides it after the ones before it.
+ * model decides it after the ones before it; in tenant mode a batch holds one tenant's requests and
+ * runs under that tenant.
  *
  * <pre>{@code
  * HikariDataSource ds = new HikariDataSource(config);
@@ -144,12 +145,14 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   }
 
   /** A coalesced batch: one statement ({@code PostgresSql.batch}) on the executor, waited for until the deadline. */
-  @Override protected StepResult[] stepBatch(Policy p, String key, long[] permits, long now, long deadline) throws Exception {
-    return await(submitBatch(batchCall(p, key, permits, now, deadline)), deadline);
+  @Override protected StepResult[] stepBatch(Policy p, String tenantId, String key, long[] permits, long now, long deadline)
+      throws Exception {
+    return await(submitBatch(batchCall(p, tenantId, key, permits, now, deadline)), deadline);
   }
 
-  @Override protected CompletableFuture<StepResult[]> stepBatchAsync(Policy p, String key, long[] permits, long now, long deadline) {
-    PostgresCall call = batchCall(p, key, permits, now, deadline);
+  @Override protected CompletableFuture<StepResult[]> stepBatchAsync(Policy p, String tenantId, String key, long[] permits,
+                                                                     long now, long deadline) {
+    PostgresCall call = batchCall(p, tenantId, key, permits, now, deadline);
     try {
       return submitBatch(call);
     } catch (StoreNotReachedException e) {
@@ -167,27 +170,27 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   }
 
   /**
-   * Not in tenant mode: a lane is one (policy, key), whatever the tenant, and a batch is sent from
-   * whichever thread finished the call before it, not each caller's; its tenant could not be each
-   * request's own. Tenant-mode acquires each run their own statement.
+   * The tenant ('' outside tenant mode), read on the caller's thread: a batch holds one tenant's
+   * requests and its statement runs under that tenant ({@link #stepBatch}'s scope), whichever thread
+   * sends it. A supplier that throws or gives an invalid tenant keeps the request out of coalescing,
+   * and its own statement meets the same error, as without coalescing.
    */
-  @Override protected boolean batches(Policy p) {
-    return tenant == null;
+  @Override protected String batchScope(Policy p) {
+    return currentTenant();
   }
 
-  private PostgresCall batchCall(Policy p, String key, long[] permits, long now, long deadline) {
+  private PostgresCall batchCall(Policy p, String tenantId, String key, long[] permits, long now, long deadline) {
     long least = Long.MAX_VALUE;
     for (long n : permits) {
       least = Math.min(least, n);
     }
-    PostgresCall c = call(p, Step.ACQUIRE, key, least, now, deadline);
+    PostgresCall c = call(p, Step.ACQUIRE, tenantId, key, least, now, deadline);
     c.batch = permits;
     return c;
   }
 
   @Override protected void delete(Policy p, String key, long deadline) throws Exception {
-    PostgresCall call = new PostgresCall(Op.RESET, p, key, 1, PostgresRow.code(p.algorithm()), tenant == null ? "" : tenantValue(),
-        deadline);
+    PostgresCall call = new PostgresCall(Op.RESET, p, key, 1, PostgresRow.code(p.algorithm()), currentTenant(), deadline);
     call.now = suppliedTicker() != null ? Math.max(1, clock()) : 0;
     CompletableFuture<Void> f;
     try {
@@ -272,28 +275,33 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
 
   /** A call of {@code step} with the current tenant (read on the caller's thread). */
   private PostgresCall call(Policy p, Step step, String key, long permits, long now, long deadline) {
+    return call(p, step, currentTenant(), key, permits, now, deadline);
+  }
+
+  /** A call of {@code step} under {@code tenantId} ('' outside tenant mode). */
+  private PostgresCall call(Policy p, Step step, String tenantId, String key, long permits, long now, long deadline) {
     Op op = switch (step) {
       case ACQUIRE -> Op.ACQUIRE;
       case PEEK -> Op.PEEK;
       case REFUND -> Op.REFUND;
       case OVERRUN -> Op.OVERRUN;
     };
-    PostgresCall c = new PostgresCall(op, p, key, permits, PostgresRow.code(p.algorithm()), tenant == null ? "" : tenantValue(),
-        deadline);
+    PostgresCall c = new PostgresCall(op, p, key, permits, PostgresRow.code(p.algorithm()), tenantId, deadline);
     c.now = now;
     return c;
   }
 
-  private String tenantValue() {
-    return Checks.tenant(tenant.get());
+  /** The current tenant, read from the supplier on this thread and validated; '' outside tenant mode. */
+  private String currentTenant() {
+    return tenant == null ? "" : Checks.tenant(tenant.get());
   }
 
   /** A validated administrative call of {@code op} on {@code key}, at the ticker's time (at least 1) or the server's. */
   private PostgresCall adminCall(Op op, String key, Policy policy) {
     Checks.notNull("policy", policy);
     Checks.key(key);
-    PostgresCall call = new PostgresCall(op, policy, key, 1, PostgresRow.code(policy.algorithm()),
-        tenant == null ? "" : tenantValue(), System.nanoTime() + timeoutNanos());
+    PostgresCall call = new PostgresCall(op, policy, key, 1, PostgresRow.code(policy.algorithm()), currentTenant(),
+        System.nanoTime() + timeoutNanos());
     call.now = suppliedTicker() != null ? Math.max(1, suppliedTicker().nowMicros()) : 0;
     return call;
   }
@@ -374,7 +382,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     if (batchSize < 1) {
       throw new IllegalArgumentException("batchSize " + batchSize + " is not positive; it must be at least 1");
     }
-    return sweeper.sweep(batchSize, tenant == null ? "" : tenantValue(), betweenReadAndDelete);
+    return sweeper.sweep(batchSize, currentTenant(), betweenReadAndDelete);
   }
 
   /** Stops the limiter's own executor (a supplied executor and the DataSource are the caller's). */
@@ -434,7 +442,8 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
      * Tenant mode: every statement first binds {@code currentTenant.get()} to its transaction with
      * {@code set_config('sluice.tenant', tenant, true)}, in the same round trip, and the table's
      * row-level security policy ({@code schema-tenant.sql}) confines it to that tenant's rows. The
-     * supplier is read on the caller's thread for every call.
+     * supplier is read on the caller's thread for every call; coalesced acquires share a batch only
+     * with the same tenant's, and the batch's statement runs under it.
      */
     public Builder tenant(Supplier<String> currentTenant) {
       this.tenant = Checks.notNull("currentTenant", currentTenant);

@@ -14,7 +14,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * The whole conformance kit in tenant mode: every statement sent after its
  * {@code set_config('sluice.tenant', ...)} in one round trip, as an ordinary role bound by row-level
  * security (no superuser, no BYPASSRLS), so the kit's decisions are made through the policy. The
- * outage cases run on a private server frozen with SIGSTOP, in tenant mode too.
+ * outage cases run on a private server frozen with SIGSTOP, in tenant mode too. Coalescing is on
+ * (the default {@code maxBatch}), batches scoped by the tenant, so async calls for one key are
+ * decided in issue order and the kit's async-burst case runs here too.
  */
 class PostgresTenantConformanceTest extends RateLimiterContract {
   static final String TENANT = "kit-tenant";
@@ -24,11 +26,6 @@ class PostgresTenantConformanceTest extends RateLimiterContract {
     // A generous deadline, as in PostgresConformanceTest: the kit checks exact decisions.
     return JdbcRateLimiter.builder(policy, db.asRole()).table(db.table()).tenant(() -> TENANT).ticker(ticker)
         .timeout(Duration.ofSeconds(20)).build();
-  }
-
-  /** Tenant mode does not coalesce: async statements run in parallel on the executor, in any order. */
-  @Override protected boolean decidesAsyncCallsInIssueOrder() {
-    return false;
   }
 
   @Override protected boolean supports(Algorithm algorithm) {

@@ -216,12 +216,13 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
   }
 
   /** A coalesced batch: one EVALSHA of op 'b', deciding every request in order. */
-  @Override protected StepResult[] stepBatch(RedisPlan p, String key, long[] permits, long now, long deadline) throws Exception {
+  @Override protected StepResult[] stepBatch(RedisPlan p, String scope, String key, long[] permits, long now, long deadline)
+      throws Exception {
     return results(eval(p, key, p.batchArgv(clockArg(now), permits, graceMillis), deadline), permits.length);
   }
 
-  @Override protected CompletableFuture<StepResult[]> stepBatchAsync(RedisPlan p, String key, long[] permits, long now,
-                                                                     long deadline) {
+  @Override protected CompletableFuture<StepResult[]> stepBatchAsync(RedisPlan p, String scope, String key, long[] permits,
+                                                                     long now, long deadline) {
     return mapped(evalAsync(p, key, p.batchArgv(clockArg(now), permits, graceMillis)), r -> results(r, permits.length));
   }
 
