@@ -4,21 +4,22 @@
 #      RedisRateLimiter, one connection, 64 decisions in flight, 2,000 keys, every check allowed);
 #   2. the service's rate on the same Redis with the same pattern: `wrk -t2 -c64 --latency` against
 #      POST /v1/acquire, one policy (so one limiter, one connection), 2 x 1,000 keys, every check allowed;
-#   3. the service on the memory store and on PostgreSQL, the same wrk run.
-# It prints `uptime` before and after each step, a table, and the service-on-Redis / library ratio.
+#   3. the service on the memory store and on PostgreSQL, the same wrk run, and the memory-store
+#      service's GET /healthz: the front end's floor, a constant answer with no decision;
+# each server warmed for WARMUP first. It prints `uptime` before and after each step, a table, and the service-on-Redis / library ratio.
 #
 # Redis is a private redis-server this script starts on REDIS_PORT (default 7180) and stops by its
 # pid; PostgreSQL is POSTGRES_URL (default the shared local database `test`) with a table of its own,
 # dropped at the end. Needs wrk, redis-server and psql on the PATH and the two jars built:
 #   ./mvnw -B -q -DskipTests -pl sluice-server,sluice-benchmarks -am package
-# Run from the repository root:  docs/load/run-load.sh   (DURATION=10s WARMUP=5s to change the lengths)
+# Run from the repository root:  docs/load/run-load.sh   (DURATION=10s WARMUP=30s to change the lengths)
 set -euo pipefail
 
 REDIS_PORT=${REDIS_PORT:-7180}
 SERVER_PORT=${SERVER_PORT:-7181}
 POSTGRES_URL=${POSTGRES_URL:-jdbc:postgresql://127.0.0.1:5432/test?user=postgres}
 DURATION=${DURATION:-10s}
-WARMUP=${WARMUP:-5s}
+WARMUP=${WARMUP:-30s} # C2 on 2 shared cores: after 5 s the service ran at a quarter of its warm rate
 SERVER_JAR=sluice-server/target/sluice-server.jar
 BENCH_JAR=sluice-benchmarks/target/benchmarks.jar
 for f in "$SERVER_JAR" "$BENCH_JAR"; do
@@ -92,6 +93,17 @@ serve() {
   # Decisions the store did not answer in time (--store-timeout), warm-up included, from the server's own meters.
   local timeouts; timeouts=$(curl -s "http://127.0.0.1:$SERVER_PORT/metrics" \
     | awk '/^sluice_decisions_total\{.*reason="timeout"/ {s += $2} END {printf "%d", s}')
+  if [ "$name" = memory ]; then
+    # The front end's floor: the same warm process answering its liveness probe (no body to read,
+    # no decision, a constant answer) under the same wrk load.
+    local hurl="http://127.0.0.1:$SERVER_PORT/healthz" hbefore hafter
+    wrk -t2 -c64 -d5s "$hurl" > /dev/null
+    hbefore=$(load)
+    wrk -t2 -c64 -d"$DURATION" --latency "$hurl" > "$work/wrk-healthz.out"
+    hafter=$(load)
+    rate_healthz=$(awk '/^Requests\/sec/ {printf "%d", $2}' "$work/wrk-healthz.out")
+    healthz_row="| the same service's GET /healthz (no body, no decision) | $rate_healthz | $(awk '$1 == "50%" {print $2}' "$work/wrk-healthz.out") | $(awk '$1 == "99%" {print $2}' "$work/wrk-healthz.out") | | $hbefore / $hafter |"
+  fi
   kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=""
   local rps p50 p99 answers errors
   rps=$(awk '/^Requests\/sec/ {printf "%d", $2}' "$work/wrk-$name.out")
@@ -116,7 +128,15 @@ echo "| what, 64 in flight, $DURATION | decisions/s | p50 | p99 | answers (wrk) 
 echo "|---|---|---|---|---|---|"
 echo "| library alone on Redis (JMH sluiceAsync) | $lib_rate | | | | $lib_before / $lib_after |"
 printf '%s\n' "${rows[@]}"
+echo "$healthz_row"
 echo
 # shellcheck disable=SC2154 # rate_redis is set by serve
 echo "service on Redis / library async on Redis: $(python3 -c "print(f'{$rate_redis / $lib_rate:.0%}')") (target: 70 % or more)"
+# shellcheck disable=SC2154 # rate_healthz is set by serve
+python3 -c "
+lib, hz = $lib_rate, $rate_healthz
+budget, floor = 1e6 / (0.7 * lib), 1e6 / hz + 1e6 / lib
+print(f'70 % of the library leaves {budget:.1f} us of this machine per request; the bare /healthz ({1e6 / hz:.1f} us)'
+      f' plus the library\'s own decision ({1e6 / lib:.1f} us) take {floor:.1f} us: '
+      + ('within reach' if floor <= budget else 'out of reach on this machine'))"
 echo "== uptime: $(uptime)"
