@@ -559,14 +559,16 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
    * ({@link #release}) from before it is put: {@link #TABLE_GONE} when the table went first.
    */
   private Object insert(Table t, String key, long now) {
-    if (t.holds.getAndIncrement() < 0) {
-      tables.remove(t.key, t); // in case the thread that dropped it has not unregistered it yet
-      return TABLE_GONE;
-    }
     boolean pinned = t.pins && t.pinned.contains(key);
     if (!pinned && !reserve(now)) {
-      release(t);
-      return null;
+      return null; // a refusal on a full table writes nothing to the table
+    }
+    if (t.holds.getAndIncrement() < 0) {
+      if (!pinned) {
+        size.decrementAndGet();
+      }
+      tables.remove(t.key, t); // in case the thread that dropped it has not unregistered it yet
+      return TABLE_GONE;
     }
     Algorithm alg = t.policy.algorithm();
     Object fresh = alg instanceof Algorithm.SlidingLog ? new LogEntry() : new long[ReferenceModel.stateWords(alg) + 1];

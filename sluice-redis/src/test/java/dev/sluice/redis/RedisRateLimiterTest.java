@@ -101,8 +101,8 @@ class RedisRateLimiterTest {
    * 100 ms, 1.5 s of wall time while the ticker moved to T0 + 50 ms, and a second acquire was allowed
    * on every algorithm: the key's TTL (the state's lifetime plus the 1 s {@code expiryGrace}) had run
    * out on Redis's clock while the supplied clock still counted the state; memory and PostgreSQL
-   * refused. With the default grace, a reading that lags the limiter's fastest one by more than the
-   * grace is refused, {@code INVALID_CLOCK} whatever the failure mode, until the clock catches up.
+   * refused. With the default grace, a reading that lags the ticker's earlier readings by more than
+   * the grace is refused, {@code INVALID_CLOCK} whatever the failure mode, until the clock catches up.
    */
   @Test void aSuppliedClockLaggingTheWallClockForgotTheState() {
     long t0 = 1_800_000_000_000_000L;
