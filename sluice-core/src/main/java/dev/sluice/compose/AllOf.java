@@ -233,6 +233,11 @@ final class AllOf {
     return anyFailed ? failed : anyApplied ? applied : none;
   }
 
+  /** Composed tickets whose charges are still kept (tests). */
+  int bookedTickets() {
+    return book.size();
+  }
+
   /** What {@code ticket} charged, claimed once; null when it is null, spent or not this composition's. */
   private Charges claim(Ticket ticket) {
     return issuer.claim(ticket) ? book.remove(ticket) : null;

@@ -356,6 +356,11 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
     counters.reset();
   }
 
+  /** Composed tickets whose charges are still kept: neither refunded, settled nor dropped (tests). */
+  int bookedTickets() {
+    return allOf.bookedTickets();
+  }
+
   /** A snapshot of the counters; see {@link CompositionStats}. */
   public CompositionStats stats() {
     OptionalLong available = OptionalLong.empty();

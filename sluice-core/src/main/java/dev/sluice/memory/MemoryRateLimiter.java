@@ -43,7 +43,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * that every call is charged to (a global ceiling's) can be {@linkplain #pin pinned} outside
  * {@code maxKeys}, so that no spray can crowd them out.
  *
- * <p><b>Structure.</b> One {@link ConcurrentHashMap} per policy from key to entry. An entry is a
+ * <p><b>Structure.</b> One {@link ConcurrentHashMap} per budget family (a policy name and an
+ * algorithm) from key to entry. A family's table is made by its first tracked key and goes with its
+ * last entry, so per-call policy names cost no more than keys: there are never more tables than
+ * tracked keys (plus the default policy's and those holding pinned keys), a name refused on a full
+ * table ({@link Reason#KEY_TABLE_FULL}) leaves none behind, and making or finding a table costs the
+ * same however many there are. An entry is a
  * bare {@code long[]}: the reference model's state words ({@link ReferenceModel#stateWords}: two for
  * the fixed window, token bucket and GCRA, three for the sliding window) followed by a lock word. A
  * tracked key costs a map node, the key and one 40-byte array (48 for the sliding window); its expiry
@@ -90,7 +95,11 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   private final RateLimitListener listener;
   private final boolean listening;
   private final Table defaultTable;
-  /** One table per budget family: a policy name and an algorithm (see {@link #table}). */
+  /**
+   * One table per budget family: a policy name and an algorithm (see {@link #table}). A table goes
+   * with its last entry ({@link #release}), so there are never more tables than tracked keys, plus the
+   * default policy's, the pinned keys' and those a thread is filling right now.
+   */
   private final ConcurrentHashMap<TableKey, Table> tables = new ConcurrentHashMap<>();
   private final Ticket.Issuer issuer;
   private final AtomicInteger size = new AtomicInteger();
@@ -100,6 +109,9 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   private volatile long lastScanAt = Long.MIN_VALUE / 2;
   private final AtomicBoolean scanning = new AtomicBoolean();
   private final AtomicLong scans = new AtomicLong();
+  private final AtomicLong tableVisits = new AtomicLong();
+  /** What {@link #insert} returns when the table went with its last entry before the new one was put. */
+  private static final Object TABLE_GONE = new Object();
 
   private MemoryRateLimiter(Builder b) {
     this.policy = b.policy;
@@ -108,8 +120,9 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     this.maxKeyLength = b.maxKeyLength;
     this.listener = RateLimitListener.guarded(b.listener, b.includeKeys);
     this.listening = listener != RateLimitListener.NONE;
-    this.defaultTable = new Table(policy);
-    tables.put(TableKey.of(policy), defaultTable);
+    this.defaultTable = new Table(policy, TableKey.of(policy));
+    defaultTable.holds.incrementAndGet(); // for good: the default policy's table is never dropped
+    tables.put(defaultTable.key, defaultTable);
     this.issuer = b.issuer != null ? b.issuer : new Ticket.Issuer();
   }
 
@@ -146,6 +159,16 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     return maxKeys;
   }
 
+  /** Tables right now, the default policy's included (tests). */
+  int tables() {
+    return tables.size();
+  }
+
+  /** Tables visited so far by reclaim scans and by the creation of tables (tests: the work per decision). */
+  long tableVisits() {
+    return tableVisits.get();
+  }
+
   /** Reclaim scans run so far (for tests and metrics). */
   public long reclaimScans() {
     return scans.get();
@@ -162,14 +185,14 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     if (permits < 1 || permits > p.algorithm().limit()) {
       Checks.permits(permits, p.algorithm().limit(), p.name());
     }
-    Decision d = acquire(table(p), p, key, permits, now);
+    Decision d = acquire(p, key, permits, now);
     if (listening) {
       listener.onDecision(d, key);
     }
     return d;
   }
 
-  private Decision acquire(Table t, Policy p, String key, long permits, long now) {
+  private Decision acquire(Policy p, String key, long permits, long now) {
     if (!Checks.validClock(now)) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
@@ -178,9 +201,17 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     }
     Outcome out = new Outcome();
     while (true) {
+      Table t = table(p, now);
+      if (t == null) {
+        Checks.key(key, maxKeyLength);
+        return tableFull(p, now);
+      }
       Object e = entry(t, key, now);
       if (e == null) {
         return tableFull(p, now);
+      }
+      if (e == TABLE_GONE) {
+        continue; // the table went with its last entry under us: look it up again
       }
       now = Math.max(now, lastScanAt); // see reclaim(): never decide before a scan that reclaimed
       long[] w = words(e);
@@ -188,7 +219,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
         return out.refusal(p);
       }
       if (!lock(w)) {
-        continue; // reclaimed or reset under us: look it up again
+        continue; // reclaimed or reset under us (its table may have gone with it): look it up again
       }
       long expiry;
       try {
@@ -238,7 +269,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     }
     Outcome out = new Outcome();
     while (true) {
-      Object e = entry(t, key, now);
+      Object e = entry(t, key, now); // never TABLE_GONE: the default table stays
       if (e == null) {
         return false;
       }
@@ -269,7 +300,10 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     }
   }
 
-  /** The key's entry, created if untracked; null when the table is full. */
+  /**
+   * The key's entry, created if untracked; null when the key table is full, {@link #TABLE_GONE} when
+   * {@code t} went with its last entry before one could be put in it.
+   */
   private Object entry(Table t, String key, long now) {
     Object e = t.map.get(key);
     if (e == null) {
@@ -288,9 +322,9 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     if (!Checks.validClock(now)) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
-    Table t = table(p);
+    Table t = existing(p); // a peek makes no table: an absent family decides like an absent key
     Outcome out = new Outcome();
-    Object e = t.map.get(key);
+    Object e = t == null ? null : t.map.get(key);
     if (e == null) {
       if (!room(t, key, now)) {
         return tableFull(p, now);
@@ -406,17 +440,20 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     if (delta == 0) {
       return Settlement.NO_EFFECT;
     }
-    Table t = delta > 0 ? table(p) : tables.get(TableKey.of(p));
     Outcome out = new Outcome();
     while (true) {
+      Table t = delta > 0 ? table(p, now) : existing(p);
       Object e = t == null ? null : t.map.get(ticket.key());
       if (e == null) {
         if (delta < 0) {
           return Settlement.NO_EFFECT; // reclaimed: its window ended long ago
         }
-        e = insert(t, ticket.key(), now);
+        e = t == null ? null : insert(t, ticket.key(), now);
         if (e == null) {
           return Settlement.FAILED; // a full table: the overrun cannot be kept
+        }
+        if (e == TABLE_GONE) {
+          continue;
         }
         now = Math.max(now, lastScanAt); // see reclaim()
       }
@@ -481,8 +518,10 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       // older clock reading could recreate the key and reopen the very window that just expired.
       lastScanAt = now;
       long earliest = Long.MAX_VALUE;
+      long visited = 0;
       earliestExpiry.set(Long.MAX_VALUE);
       for (Table t : tables.values()) {
+        visited++;
         for (Map.Entry<String, Object> me : t.map.entrySet()) {
           Object e = me.getValue();
           if (t.pins && t.uncounted.contains(e)) {
@@ -503,6 +542,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       }
       lowerEarliest(earliest);
       scans.incrementAndGet();
+      tableVisits.addAndGet(visited);
       nextScanAt = Math.max(earliestExpiry.get(), now + RECLAIM_FLOOR_MICROS);
     } finally {
       scanning.set(false);
@@ -515,12 +555,20 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
    * entries in the tables never outnumber {@code size}, and {@code size} never passes {@code maxKeys}.
    * A pinned key takes no place. The new entry's expiry enters the earliest-expiry bookkeeping after
    * its first step, when it is known ({@link #acquire}); until then its state is empty, so a scan
-   * may reclaim it, which costs its caller a second lookup at worst.
+   * may reclaim it, which costs its caller a second lookup at worst. The entry holds its table
+   * ({@link #release}) from before it is put: {@link #TABLE_GONE} when the table went first.
    */
   private Object insert(Table t, String key, long now) {
     boolean pinned = t.pins && t.pinned.contains(key);
     if (!pinned && !reserve(now)) {
-      return null;
+      return null; // a refusal on a full table writes nothing to the table
+    }
+    if (t.holds.getAndIncrement() < 0) {
+      if (!pinned) {
+        size.decrementAndGet();
+      }
+      tables.remove(t.key, t); // in case the thread that dropped it has not unregistered it yet
+      return TABLE_GONE;
     }
     Algorithm alg = t.policy.algorithm();
     Object fresh = alg instanceof Algorithm.SlidingLog ? new LogEntry() : new long[ReferenceModel.stateWords(alg) + 1];
@@ -534,6 +582,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       } else {
         size.decrementAndGet();
       }
+      release(t); // the prior entry holds the table
       return prior;
     }
     return fresh;
@@ -560,7 +609,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
    * {@code tryAcquire} would.
    */
   private boolean room(Table t, String key, long now) {
-    if (size.get() < maxKeys || t.pins && t.pinned.contains(key)) {
+    if (size.get() < maxKeys || t != null && t.pins && t.pinned.contains(key)) {
       return true;
     }
     if (now >= earliestExpiry.get()) {
@@ -592,13 +641,19 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
    */
   public MemoryRateLimiter pin(String key, Policy policy) {
     Checks.key(key, maxKeyLength);
-    Table t = tables.get(TableKey.of(Checks.notNull("policy", policy)));
-    if (t == null) {
-      t = newTable(policy);
+    Checks.notNull("policy", policy);
+    while (true) {
+      Table t = newTable(policy); // or the family's table, if it has one
+      if (t.holds.getAndIncrement() < 0) {
+        tables.remove(t.key, t); // it went with its last entry: make the next one
+        continue;
+      }
+      t.pins = true; // before the key is in the set: an insert that sees the key sees the flag
+      if (!t.pinned.add(key)) {
+        release(t); // pinned already: one hold a key is enough (and the table has it)
+      } // else the hold stays for good: a table with a pinned key is never dropped
+      return this;
     }
-    t.pinned.add(key);
-    t.pins = true;
-    return this;
   }
 
   /**
@@ -635,8 +690,26 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   /** Marks a locked entry dead and removes it. */
   private void kill(Table t, String key, Object e, long[] w) {
     EntryLock.kill(w);
-    if (t.map.remove(key, e) && !(t.pins && t.uncounted.remove(e))) {
-      size.decrementAndGet();
+    if (t.map.remove(key, e)) {
+      if (!(t.pins && t.uncounted.remove(e))) {
+        size.decrementAndGet();
+      }
+      release(t);
+    }
+  }
+
+  /**
+   * Gives back one hold on {@code t} (an entry's, or an insert's that put none); the last one drops
+   * the table. Holds are counted in one word that a dropped table sets to {@link Table#GONE} by
+   * compare-and-set from 0, so exactly one of two racing threads wins: an insert that increments it
+   * first keeps the table, and one that increments it after finds it negative and looks the family up
+   * again ({@link #TABLE_GONE}). So no entry is ever put in a table that is no longer registered,
+   * where it would hold a place and a budget no decision could find. The default table and a table
+   * with pinned keys keep a hold for good.
+   */
+  private void release(Table t) {
+    if (t.holds.decrementAndGet() == 0 && t.holds.compareAndSet(0, Table.GONE)) {
+      tables.remove(t.key, t);
     }
   }
 
@@ -648,18 +721,24 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
    * of another shape: it starts afresh in a table of its own, as on every shared store, where a
    * state written by another algorithm counts as absent.
    */
-  private Table table(Policy p) {
-    Table t;
-    if (p == policy) {
-      t = defaultTable;
-    } else {
-      Checks.notNull("policy", p);
-      t = tables.get(TableKey.of(p));
-      if (t == null) {
-        t = newTable(p);
+  private Table table(Policy p, long now) {
+    Table t = existing(p);
+    if (t == null) {
+      if (size.get() >= maxKeys && now < earliestExpiry.get()) {
+        return null; // the key table is full and nothing can be reclaimed: no new family gets a table
+      }
+      t = newTable(p);
+      if (t.policy != p) {
+        t.policy = p;
       }
     }
-    if (t.policy != p) {
+    return t;
+  }
+
+  /** The table of {@code p}'s family, or null when it has none; {@code p} becomes its latest definition. */
+  private Table existing(Policy p) {
+    Table t = p == policy ? defaultTable : tables.get(TableKey.of(Checks.notNull("policy", p)));
+    if (t != null && t.policy != p) {
       t.policy = p; // the latest definition times the entries' expiry
     }
     return t;
@@ -669,11 +748,17 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     return e instanceof long[] w ? w : ((LogEntry) e).words;
   }
 
-  /** The first table of {@code p}'s name and algorithm; marks the tables of its name siblings when it has any. */
+  /**
+   * The table of {@code p}'s name and algorithm, made if it has none; marks it and the tables of its
+   * name siblings when it has any. The siblings are looked up by their keys (the same name under each
+   * other algorithm), so making a table costs the same however many tables there are.
+   */
   private Table newTable(Policy p) {
-    Table t = tables.computeIfAbsent(TableKey.of(p), k -> new Table(p));
-    for (Table other : tables.values()) {
-      if (other != t && other.policy.name().equals(p.name())) {
+    Table t = tables.computeIfAbsent(TableKey.of(p), k -> new Table(p, k));
+    tableVisits.addAndGet(1 + t.siblingKeys.length);
+    for (TableKey k : t.siblingKeys) {
+      Table other = tables.get(k);
+      if (other != null) {
         other.siblings = true;
         t.siblings = true;
       }
@@ -687,14 +772,13 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
    * finds the key absent. Only tables with siblings pay for this.
    */
   private void evictSiblings(Table t, String key) {
-    for (Table other : tables.values()) {
-      if (other != t && other.policy.name().equals(t.policy.name())) {
-        Object e = other.map.get(key);
-        if (e != null) {
-          long[] w = words(e);
-          if (lock(w)) {
-            kill(other, key, e, w);
-          }
+    for (TableKey k : t.siblingKeys) {
+      Table other = tables.get(k);
+      Object e = other == null ? null : other.map.get(key);
+      if (e != null) {
+        long[] w = words(e);
+        if (lock(w)) {
+          kill(other, key, e, w);
         }
       }
     }
@@ -702,12 +786,34 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
 
   /** A budget family: the policy name and the algorithm (its state's shape). */
   private record TableKey(String name, Class<?> algorithm) {
+    private static final Class<?>[] ALGORITHMS = Algorithm.class.getPermittedSubclasses();
+
     static TableKey of(Policy p) {
       return new TableKey(p.name(), p.algorithm().getClass());
+    }
+
+    /** The same name under every other algorithm. */
+    TableKey[] siblings() {
+      TableKey[] ks = new TableKey[ALGORITHMS.length - 1];
+      int i = 0;
+      for (Class<?> a : ALGORITHMS) {
+        if (a != algorithm) {
+          ks[i++] = new TableKey(name, a);
+        }
+      }
+      return ks;
     }
   }
 
   private static final class Table {
+    /** {@link #holds} of a dropped table: negative, whatever inserts still add to it. */
+    static final int GONE = Integer.MIN_VALUE;
+
+    final TableKey key;
+    /** The keys of the tables that may hold this name under another algorithm. */
+    final TableKey[] siblingKeys;
+    /** Entries in the table, plus one per pinned key, plus one for good for the default table; {@link #GONE} once dropped. */
+    final AtomicInteger holds = new AtomicInteger();
     /** The latest policy decided under this name and algorithm. */
     volatile Policy policy;
     /** True when another algorithm has a table under the same name. */
@@ -720,8 +826,10 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     /** The entries that took no place in {@code size} (pinned), by identity (entries do not override equals). */
     final java.util.Set<Object> uncounted = ConcurrentHashMap.newKeySet();
 
-    Table(Policy policy) {
+    Table(Policy policy, TableKey key) {
       this.policy = policy;
+      this.key = key;
+      this.siblingKeys = key.siblings();
     }
   }
 

@@ -285,6 +285,29 @@ public final class ReferenceModel {
     throw noLog();
   }
 
+  /**
+   * How long after a reading what a step at that reading writes can still matter: {@link #expiresAt}
+   * (or {@link SlidingLogState#expiresAt}) of the state a step at {@code now} leaves is at most
+   * {@code now + lifetime(alg)}, as long as the instants the state kept from earlier steps (a window
+   * start, a bucket's update time, an arrival time, a log entry) were written at readings no later
+   * than those steps' own. A window or a log: one window; the sliding window: two; a token bucket: a
+   * capacity in debt paid off, then a refill from empty (two full refills); GCRA: two bursts' drain
+   * (settlement debt included); each rounded up. A store that expires state on a clock of its own
+   * (Redis's TTL) needs it to know how long a write can still be counted after its reading.
+   */
+  public static long lifetime(Algorithm alg) {
+    if (alg instanceof FixedWindow fw) {
+      return fw.windowMicros();
+    } else if (alg instanceof SlidingWindow sw) {
+      return 2 * sw.windowMicros();
+    } else if (alg instanceof TokenBucket tb) {
+      return 2 * (ceilDiv(tb.capacity() * tb.refillPeriodMicros(), tb.refillTokens()) + 1);
+    } else if (alg instanceof Gcra g) {
+      return 2 * (ceilDiv(g.burst() * g.periodMicros(), g.rate()) + 1);
+    }
+    return ((SlidingLog) alg).windowMicros();
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Fixed window.
   //   live   = start != 0 && now - start < W      (a clock behind start keeps the window)

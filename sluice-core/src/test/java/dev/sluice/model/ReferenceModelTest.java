@@ -65,6 +65,16 @@ class ReferenceModelTest {
       return o;
     }
 
+    Outcome settle(long now, long delta, long stamp) {
+      Outcome o = new Outcome();
+      if (alg instanceof Algorithm.SlidingLog sl) log.settle(sl, now, delta, stamp, o); else ReferenceModel.settle(alg, st, now, delta, stamp, o);
+      return o;
+    }
+
+    long expiresAt() {
+      return alg instanceof Algorithm.SlidingLog sl ? log.expiresAt(sl) : ReferenceModel.expiresAt(alg, st);
+    }
+
     /** Would {@code n} fit at {@code at}? Decided on a copy. */
     boolean fitsAt(long at, long n, Trace t, int upTo, long start) {
       Key copy = new Key(alg);
@@ -146,6 +156,33 @@ class ReferenceModelTest {
     Outcome fresh = new Key(t.alg).peek(at);
     assertThat(fromState.remaining()).isEqualTo(fresh.remaining());
     assertThat(fromState.allowed()).isEqualTo(fresh.allowed());
+  }
+
+  /**
+   * The bound {@link ReferenceModel#lifetime} promises, on which Redis's refusal of a lagging supplied
+   * clock rests (issue 26, finding 6): whatever acquires, refunds and overruns into debt leave, the
+   * state expires no later than the latest of their readings plus the lifetime.
+   */
+  @Property(tries = 300)
+  void aStateNeverMattersLongerThanItsLifetimeAfterTheLatestStep(@ForAll("traces") Trace t) {
+    Key k = new Key(t.alg);
+    long lifetime = ReferenceModel.lifetime(t.alg);
+    long now = T0;
+    long bound = 0;
+    long stamp = 0;
+    for (int i = 0; i < t.gaps.length; i++) {
+      now += t.gaps[i];
+      Outcome o = switch (i % 4) {
+        case 2 -> k.settle(now, -t.permits[i], stamp);
+        case 3 -> k.settle(now, t.permits[i], stamp); // an overrun: into debt when the limit is spent
+        default -> k.acquire(now, t.permits[i]);
+      };
+      if (i % 4 < 2 && o.allowed()) {
+        stamp = o.stamp();
+      }
+      bound = Math.max(bound, now + lifetime);
+      assertThat(k.expiresAt()).as("%s after step %d at %d", t.alg, i, now).isLessThanOrEqualTo(bound);
+    }
   }
 
   // ---- Examples at the edges ----------------------------------------------------------------

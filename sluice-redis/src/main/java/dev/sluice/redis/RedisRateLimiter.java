@@ -4,6 +4,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.internal.Checks;
+import dev.sluice.internal.ClockLag;
 import dev.sluice.internal.StoredId;
 import dev.sluice.spi.StepResult;
 import dev.sluice.spi.StoreBackedRateLimiter;
@@ -50,9 +51,13 @@ import java.util.function.Supplier;
  *       {@code sluice:{<StoredId.key(p, key)>}}: a SHA-256 id, never the raw key or policy name; the hash
  *       tag is the whole id, so every script touches one cluster slot.
  *   <li><b>Time.</b> By default the script reads the Redis server's clock ({@code TIME}), so the clocks
- *       of application instances cannot disagree. {@link Builder#ticker(dev.sluice.Ticker)} supplies a clock instead.
+ *       of application instances cannot disagree. {@link Builder#ticker(dev.sluice.Ticker)} supplies a clock
+ *       instead; a reading of it that lags the clock's own earlier readings by more than
+ *       {@link Builder#expiryGrace} is refused with {@link Reason#INVALID_CLOCK}, since Redis may by then
+ *       have expired a state that reading still counts.
  *   <li><b>Expiry.</b> Every write sets a TTL ending when the state can no longer matter
- *       ({@code ReferenceModel.expiresAt}); run Redis with {@code maxmemory-policy noeviction}.
+ *       ({@code ReferenceModel.expiresAt}), plus {@link Builder#expiryGrace} and, on a supplied clock, the
+ *       timeout; run Redis with {@code maxmemory-policy noeviction}.
  *   <li><b>Failure.</b> Every call has a deadline ({@link #DEFAULT_TIMEOUT} unless set). A refused or lost
  *       connection, a timeout, a frozen server, a script error or a corrupt stored value becomes a
  *       {@link dev.sluice.Decision} under the {@link dev.sluice.FailureMode}; nothing is thrown for store trouble.
@@ -71,20 +76,34 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
   /**
    * Extra TTL when the limiter runs on a supplied {@link dev.sluice.Ticker} (default 1 s): keys outlive
    * their state by this much so that application clocks that disagree by up to this much cannot expire
-   * a state another instance still counts. With the server clock there is one clock and no grace.
+   * a state another instance still counts, and a supplied clock may fall this far behind real time,
+   * against its own earlier readings, before its readings are refused ({@link Builder#expiryGrace}).
+   * With the server clock there is one clock and no grace.
    */
   public static final Duration DEFAULT_SUPPLIED_CLOCK_GRACE = Duration.ofSeconds(1);
 
   private static final String SERVER_CLOCK = "";
+  private static final StepResult LAGGING = StepResult.invalidClock("the supplied clock lags behind its own earlier readings "
+      + "by more than expiryGrace: a state this limiter wrote may have expired on Redis while the clock still counts it");
 
   private final RedisLink link;
   private final String graceMillis;
+  /** The lag rule of a supplied clock; null with the server's. */
+  private final ClockLag lag;
 
   private RedisRateLimiter(Builder b, RedisPlan plan, RedisLink link) {
     super(b, plan);
     this.link = link;
-    Duration grace = b.expiryGrace != null ? b.expiryGrace : (b.supplied() ? DEFAULT_SUPPLIED_CLOCK_GRACE : Duration.ZERO);
-    this.graceMillis = Long.toString(grace.toMillis());
+    long grace = (b.expiryGrace != null ? b.expiryGrace : (b.supplied() ? DEFAULT_SUPPLIED_CLOCK_GRACE : Duration.ZERO)).toMillis();
+    if (b.supplied()) {
+      // A script runs at most the timeout after its reading was checked (a reply later than that is no
+      // answer): the key outlives its state by that too, so that the grace alone bounds the lag (ClockLag).
+      this.lag = new ClockLag(grace * 1_000);
+      grace += (timeoutNanos() + 999_999) / 1_000_000;
+    } else {
+      this.lag = null;
+    }
+    this.graceMillis = Long.toString(grace);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -147,8 +166,19 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
 
     /**
      * How much longer than its state can matter a key lives in Redis (default 0 with the server clock,
-     * {@link #DEFAULT_SUPPLIED_CLOCK_GRACE} with a supplied ticker). Only memory is traded: a state
-     * past its expiry decides exactly like an absent one.
+     * {@link #DEFAULT_SUPPLIED_CLOCK_GRACE} with a supplied ticker; on a supplied ticker the key lives
+     * the timeout longer still). Only memory is traded: a state past its expiry decides exactly like
+     * an absent one.
+     *
+     * <p>On a supplied ticker it is also how far the ticker may fall behind: Redis expires keys on its
+     * own clock, so a ticker that advances more slowly than real time (a {@code ManualTicker} a test
+     * moves by hand, a clock stepped back) could count a state Redis has already dropped, and admit
+     * more than the limit. A reading that lags the ticker's earlier readings by more than the grace,
+     * measured against {@link System#nanoTime()} over the lifetimes of the states this limiter wrote,
+     * is refused with {@link Reason#INVALID_CLOCK} (whatever the failure mode) until the ticker catches
+     * up or every such state has ended. A test suite that runs on a manual ticker over Redis sets a
+     * grace longer than its wall time, or advances its ticker with the wall clock. Instances whose
+     * clocks disagree are a matter of the grace as before: keep their skew within it.
      */
     public Builder expiryGrace(Duration grace) {
       Checks.notNull("expiryGrace", grace);
@@ -206,24 +236,51 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
 
   @Override protected StepResult step(RedisPlan p, Step step, String key, long permits, long stamp, long now, long deadline)
       throws Exception {
+    if (lags(p, now, step != Step.PEEK)) {
+      return LAGGING;
+    }
     return result(eval(p, key, p.argv(op(step), clockArg(now), permits, stamp, graceMillis), deadline));
   }
 
   /** The EVALSHA (and its EVAL on NOSCRIPT) without holding a thread; cancelling the result cancels the command. */
   @Override protected CompletableFuture<StepResult> stepAsync(RedisPlan p, Step step, String key, long permits, long stamp,
                                                               long now, long deadline) {
+    if (lags(p, now, step != Step.PEEK)) {
+      return CompletableFuture.completedFuture(LAGGING);
+    }
     return mapped(evalAsync(p, key, p.argv(op(step), clockArg(now), permits, stamp, graceMillis)), RedisRateLimiter::result);
   }
 
   /** A coalesced batch: one EVALSHA of op 'b', deciding every request in order. */
   @Override protected StepResult[] stepBatch(RedisPlan p, String scope, String key, long[] permits, long now, long deadline)
       throws Exception {
+    if (lags(p, now, true)) {
+      return lagging(permits.length);
+    }
     return results(eval(p, key, p.batchArgv(clockArg(now), permits, graceMillis), deadline), permits.length);
   }
 
   @Override protected CompletableFuture<StepResult[]> stepBatchAsync(RedisPlan p, String scope, String key, long[] permits,
                                                                      long now, long deadline) {
+    if (lags(p, now, true)) {
+      return CompletableFuture.completedFuture(lagging(permits.length));
+    }
     return mapped(evalAsync(p, key, p.batchArgv(clockArg(now), permits, graceMillis)), r -> results(r, permits.length));
+  }
+
+  /**
+   * Whether a supplied reading lags as {@link ClockLag} refuses: a state this limiter wrote may have
+   * expired on Redis's clock while this reading still counts it. Checked just before the call, on
+   * {@link System#nanoTime()} (the rate Redis's clock runs at), whatever clock the deadlines use.
+   */
+  private boolean lags(RedisPlan p, long now, boolean writes) {
+    return lag != null && !lag.admits(p.policy.algorithm(), now, System.nanoTime() / 1_000, writes);
+  }
+
+  private static StepResult[] lagging(int n) {
+    StepResult[] rs = new StepResult[n];
+    Arrays.fill(rs, LAGGING);
+    return rs;
   }
 
   @Override protected boolean stepsAsync() {

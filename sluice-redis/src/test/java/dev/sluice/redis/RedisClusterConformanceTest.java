@@ -63,7 +63,17 @@ class RedisClusterConformanceTest extends RateLimiterContract {
   }
 
   @Override protected RateLimiter newLimiter(Policy policy, Ticker ticker) {
-    return RedisRateLimiter.builder(policy, client).ticker(ticker).timeout(Duration.ofSeconds(10)).build(); // decisions, not latency
+    return RedisRateLimiter.builder(policy, client).ticker(ticker).timeout(Duration.ofSeconds(10)) // decisions, not latency
+        .expiryGrace(RedisConformanceTest.KIT_GRACE).build();
+  }
+
+  @Override protected RateLimiter newLimiterWithShortExpiry(Policy policy, Ticker ticker) {
+    return RedisRateLimiter.builder(policy, client).ticker(ticker).timeout(RedisConformanceTest.SHORT_EXPIRY_TIMEOUT)
+        .expiryGrace(RedisConformanceTest.SHORT_EXPIRY_GRACE).build();
+  }
+
+  @Override protected Duration shortExpiryOutlives() {
+    return RedisConformanceTest.SHORT_EXPIRY_GRACE.plus(RedisConformanceTest.SHORT_EXPIRY_TIMEOUT);
   }
 
   /**
@@ -102,7 +112,7 @@ class RedisClusterConformanceTest extends RateLimiterContract {
 
   @Override protected Optional<Outage> outage(Policy policy, Ticker ticker, FailureMode mode) {
     RedisRateLimiter limiter = RedisRateLimiter.builder(policy, client).ticker(ticker)
-        .timeout(Duration.ofMillis(200)).failureMode(mode).build();
+        .timeout(Duration.ofMillis(200)).expiryGrace(RedisConformanceTest.KIT_GRACE).failureMode(mode).build();
     return Optional.of(new RedisOutage(limiter, NODES, () -> { }));
   }
 

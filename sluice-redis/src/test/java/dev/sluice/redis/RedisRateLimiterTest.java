@@ -24,6 +24,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
@@ -93,6 +94,50 @@ class RedisRateLimiterTest {
       assertThat(l.tryAcquire("k").path()).isEqualTo(Path.PRIMARY);
     }
     assertThat(alerts).hasValue(0);
+  }
+
+  /**
+   * Issue 26, finding 6: with {@code Ticker.manual}, an acquire at T0 + 10 ms on a limit of 1 per
+   * 100 ms, 1.5 s of wall time while the ticker moved to T0 + 50 ms, and a second acquire was allowed
+   * on every algorithm: the key's TTL (the state's lifetime plus the 1 s {@code expiryGrace}) had run
+   * out on Redis's clock while the supplied clock still counted the state; memory and PostgreSQL
+   * refused. With the default grace, a reading that lags the ticker's earlier readings by more than
+   * the grace is refused, {@code INVALID_CLOCK} whatever the failure mode, until the clock catches up.
+   */
+  @Test void aSuppliedClockLaggingTheWallClockForgotTheState() {
+    long t0 = 1_800_000_000_000_000L;
+    ManualTicker ticker = Ticker.manual(t0 + 10_000);
+    Duration w = Duration.ofMillis(100);
+    List<Policy> ps = List.of(Policy.fixedWindow(unique("lag-fw"), 1, w), Policy.slidingWindow(unique("lag-sw"), 1, w),
+        Policy.tokenBucket(unique("lag-tb"), 1, 1, w), Policy.gcra(unique("lag-gcra"), 1, w, 1), Policy.slidingLog(unique("lag-sl"), 1, w));
+    List<RedisRateLimiter> ls = ps.stream().map(p -> RedisRateLimiter.builder(p, SharedRedis.client()).ticker(ticker)
+        .failureMode(FailureMode.open((pol, r, c) -> { })).build()).toList();
+    try {
+      long start = System.nanoTime();
+      for (RedisRateLimiter l : ls) {
+        assertThat(l.tryAcquire("k").allowed()).as("%s", l).isTrue();
+      }
+      long deadline = start + Duration.ofSeconds(10).toNanos();
+      while (ps.stream().anyMatch(p -> SharedRedis.admin().sync().exists(RedisRateLimiter.storedKey(p, "k")) > 0)) {
+        assertThat(System.nanoTime()).as("the keys' TTLs never ran out").isLessThan(deadline);
+        LockSupport.parkNanos(Duration.ofMillis(10).toNanos());
+      }
+      long lagged = System.nanoTime() - start;
+      ticker.set(t0 + 50_000); // 40 ms on, over a second of wall time later
+      for (RedisRateLimiter l : ls) {
+        Decision d = l.tryAcquire("k");
+        assertThat(d.allowed()).as("%s, %d ms of wall time after the first acquire", l, lagged / 1_000_000).isFalse();
+        assertThat(d.reason()).isEqualTo(Reason.INVALID_CLOCK);
+        assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
+        assertThat(l.peek("k").reason()).isEqualTo(Reason.INVALID_CLOCK);
+      }
+      ticker.set(t0 + 10_000 + (System.nanoTime() - start) / 1_000); // caught up: every state has ended
+      for (RedisRateLimiter l : ls) {
+        assertThat(l.tryAcquire("k").allowed()).as("%s, once the clock caught up", l).isTrue();
+      }
+    } finally {
+      ls.forEach(RedisRateLimiter::close);
+    }
   }
 
   @Test void aConnectionTheCallerOwnsIsUsedAndLeftOpen() throws Exception {

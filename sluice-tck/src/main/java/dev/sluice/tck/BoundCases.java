@@ -14,11 +14,15 @@ import dev.sluice.Refund;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
 import java.util.SplittableRandom;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.assertj.core.api.SoftAssertions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -138,6 +142,55 @@ public abstract sealed class BoundCases extends OutageCases permits RateLimiterC
         ticker.set(latest);
       }
     }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Issue 26, finding 6: a supplied clock that lags the wall clock never admits more.
+  // ------------------------------------------------------------------------------------------
+
+  /**
+   * Issue 26, finding 6: with a manual ticker, an acquire at T0 + 10 ms on a limit of 1 per 100 ms,
+   * 1.5 s of wall time while the ticker moved to T0 + 50 ms, and a second acquire was allowed on Redis,
+   * on every algorithm: the key's TTL had run out on the server's clock while the supplied clock still
+   * counted the state. Memory and PostgreSQL refused. On every backend, every algorithm at once: the
+   * second acquire comes once real time has passed the moment any store's own clock could have dropped
+   * the state ({@link #shortExpiryOutlives}), and is refused, as the limit or as an invalid clock.
+   */
+  @Test
+  void aSuppliedClockThatLagsTheWallClockNeverAdmitsMore() {
+    ManualTicker ticker = newTicker();
+    long t0 = ticker.nowMicros();
+    Duration w = Duration.ofMillis(100);
+    String n = "tck-" + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffffL) + "-lag-";
+    List<Policy> ps = new ArrayList<>();
+    for (Policy p : List.of(Policy.fixedWindow(n + "fw", 1, w), Policy.slidingWindow(n + "sw", 1, w),
+        Policy.tokenBucket(n + "tb", 1, 1, w), Policy.gcra(n + "gcra", 1, w, 1), Policy.slidingLog(n + "sl", 1, w))) {
+      if (supports(p.algorithm())) {
+        ps.add(p);
+      }
+    }
+    ticker.set(t0 + 10_000);
+    List<RateLimiter> ls = new ArrayList<>();
+    long start = System.nanoTime();
+    for (Policy p : ps) {
+      RateLimiter l = released(newLimiterWithShortExpiry(p, ticker));
+      ls.add(l);
+      assertThat(l.tryAcquire("lag").allowed()).as("the first acquire under %s", p).isTrue();
+    }
+    // The longest a state here matters (two windows, the sliding window's), what the store keeps it
+    // beyond that, and a little for the store's own expiry to act.
+    long dropped = start + w.multipliedBy(2).plus(shortExpiryOutlives()).plusMillis(50).toNanos();
+    for (long left; (left = dropped - System.nanoTime()) > 0; ) {
+      LockSupport.parkNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(10)));
+    }
+    ticker.set(t0 + 50_000);
+    SoftAssertions.assertSoftly(soft -> {
+      for (int i = 0; i < ps.size(); i++) {
+        Decision d = ls.get(i).tryAcquire("lag");
+        soft.assertThat(d.reason()).as("40 ms later on the ticker, %d ms later in real time, under %s: %s",
+            (System.nanoTime() - start) / 1_000_000, ps.get(i), d).isIn(Reason.LIMIT_EXCEEDED, Reason.INVALID_CLOCK);
+      }
+    });
   }
 
   // ------------------------------------------------------------------------------------------

@@ -39,6 +39,25 @@ public abstract sealed class KitFixtures permits HotKeyCases {
    */
   protected abstract RateLimiter newLimiter(Policy policy, Ticker ticker);
 
+  /**
+   * A limiter for the lagging-clock case ({@link BoundCases}), on {@code ticker} like
+   * {@link #newLimiter}: on a store that expires state on a clock of its own (Redis's TTL runs on the
+   * server's), one whose stored state outlives its last moment by little, so that the case waits
+   * little for the store to drop it. The default is {@link #newLimiter}.
+   */
+  protected RateLimiter newLimiterWithShortExpiry(Policy policy, Ticker ticker) {
+    return newLimiter(policy, ticker);
+  }
+
+  /**
+   * How long, in real time, a state written by {@link #newLimiterWithShortExpiry} may stay stored
+   * after it stops mattering, when its clock runs at the speed of real time (Redis: the expiry grace
+   * plus the timeout); zero, the default, for a store that never expires state on a clock of its own.
+   */
+  protected Duration shortExpiryOutlives() {
+    return Duration.ZERO;
+  }
+
   /** Whether this backend implements {@code algorithm}; the others' tests are skipped. */
   protected boolean supports(Algorithm algorithm) {
     return true;
@@ -161,7 +180,11 @@ public abstract sealed class KitFixtures permits HotKeyCases {
 
   final RateLimiter limiter(Policy p, Ticker t) {
     assumeTrue(supports(p.algorithm()), "backend does not implement " + p.algorithm().id());
-    RateLimiter l = newLimiter(p, t);
+    return released(newLimiter(p, t));
+  }
+
+  /** {@code l}, released after the test. */
+  final RateLimiter released(RateLimiter l) {
     created.add(l);
     return l;
   }
