@@ -297,9 +297,9 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       return ComposedKey.of(ks, ps);
     }
 
+    /** Annotation {@code i}'s key: its expression's result, a computed value ({@link RequestKeys#key(Object)}). */
     private String key(int i, MethodBasedEvaluationContext ctx) {
-      Object v = keys[i].getValue(ctx);
-      return HttpRateLimit.normalize(v == null ? null : v.toString());
+      return HttpRateLimit.normalize(RequestKeys.key(keys[i].getValue(ctx)));
     }
 
     private long permits(int i, MethodBasedEvaluationContext ctx) {
