@@ -31,7 +31,10 @@ import java.lang.annotation.Target;
 @Inherited
 @Repeatable(RateLimited.List.class)
 public @interface RateLimited {
-  /** The policy's name in {@code sluice.policies}. */
+  /**
+   * The policy's name in {@code sluice.policies}. A name it does not have stops the application at
+   * start, naming the method, the name and the policies there are.
+   */
   String policy();
 
   /**
