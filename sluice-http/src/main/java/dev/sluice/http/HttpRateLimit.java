@@ -7,10 +7,8 @@ import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
 import dev.sluice.internal.Checks;
+import dev.sluice.internal.Keys;
 import dev.sluice.memory.CeilingRateLimiter;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 
 /**
  * What an HTTP filter checks and how it answers; shared by {@link RateLimitServletFilter} and
@@ -132,22 +130,9 @@ public final class HttpRateLimit {
       return KeyResolver.UNKNOWN;
     }
     if (key.length() > MAX_RAW_KEY || Checks.unpairedSurrogate(key) >= 0) {
-      return "sha256:" + sha256(key);
+      return Keys.hashed(key);
     }
     return key;
-  }
-
-  private static String sha256(String s) {
-    try {
-      byte[] h = MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8));
-      StringBuilder b = new StringBuilder(64);
-      for (byte x : h) {
-        b.append(Character.forDigit((x >> 4) & 0xf, 16)).append(Character.forDigit(x & 0xf, 16));
-      }
-      return b.toString();
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is required of every JVM", e);
-    }
   }
 
   /** Decides a request: charges the client's key, then the ceiling. */

@@ -1,5 +1,6 @@
 package dev.sluice.http;
 
+import dev.sluice.internal.Keys;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 
@@ -101,6 +102,11 @@ final class IpLiteral {
     } catch (UnknownHostException | RuntimeException e) {
       return null;
     }
+  }
+
+  /** The key of a client at {@code address}: {@code ip:203.0.113.7}; null for none. */
+  static String key(byte[] address) {
+    return address == null ? null : Keys.key(Keys.IP, format(address));
   }
 
   /**

@@ -1,19 +1,22 @@
 package dev.sluice.http;
 
 import dev.sluice.internal.Checks;
+import dev.sluice.internal.Keys;
 import java.security.Principal;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * Who a request counts against. Returns the key, or null when the request carries no identity of
  * that kind; the filter then charges the one shared {@link #UNKNOWN} key, never a fresh one, so
  * requests without an identity are throttled together instead of each minting a new budget.
  *
- * <p>Keys carry a prefix naming their kind ({@code ip:}, {@code user:}, {@code route:}, or the
- * lower-cased header name), so that keys of different kinds never collide and none equals
- * {@code unknown}.
+ * <p>Every key is namespaced by its source ({@code ip:}, {@code user:}, {@code route:},
+ * {@code header:<name>:}), so that no value a client sends can equal the key of another source, and
+ * {@link #and} joins its parts so that distinct parts never give one key: a client sending
+ * {@code X-Api-Key: ip:127.0.0.1} gets {@code header:x-api-key:ip:127.0.0.1}, never the budget of
+ * 127.0.0.1. No key equals {@code unknown}. A resolver of your own returns its key as it is: give it
+ * a source of its own ({@code "tenant:" + id}), so that it cannot meet these.
  *
  * <p><b>Client addresses.</b> By default only the connecting peer's address is used: every
  * forwarding header is client-appendable. Believe {@code X-Forwarded-For} or {@code X-Real-IP} only
@@ -83,22 +86,20 @@ public interface KeyResolver {
     return r -> ForwardedFor.clientOfForwarded(r, proxies);
   }
 
-  /** The value of header {@code name}: {@code x-api-key:abc123} for {@code header("X-Api-Key")}. */
+  /**
+   * The value of header {@code name}: {@code header:x-api-key:abc123} for {@code header("X-Api-Key")}
+   * (the name in lower case, the value stripped; a {@code |} or {@code \} in it escaped).
+   */
   static KeyResolver header(String name) {
     String header = headerName(name);
-    String prefix = header.toLowerCase(Locale.ROOT) + ":";
-    return r -> {
-      String v = r.header(header);
-      return v == null || v.isBlank() ? null : prefix + v.strip();
-    };
+    return r -> Keys.header(header, r.header(header));
   }
 
   /** The authenticated principal's name: {@code user:alice}. */
   static KeyResolver principal() {
     return r -> {
       Principal p = r.principal();
-      String name = p == null ? null : p.getName();
-      return name == null || name.isBlank() ? null : "user:" + name;
+      return p == null ? null : Keys.key(Keys.USER, p.getName());
     };
   }
 
@@ -107,7 +108,7 @@ public interface KeyResolver {
    * ({@code /users/42}) is a key per id; combine with a fixed-route resolver of your own for those.
    */
   static KeyResolver route() {
-    return r -> "route:" + r.method() + " " + r.path();
+    return r -> Keys.key(Keys.ROUTE, r.method() + " " + r.path());
   }
 
   /** This resolver's key, or {@code other}'s when this one has none: {@code principal().orElse(clientAddress())}. */
@@ -119,7 +120,10 @@ public interface KeyResolver {
     };
   }
 
-  /** Both keys joined ({@code user:alice|route:POST /export}); none when either has none. */
+  /**
+   * Both keys joined ({@code user:alice|route:POST /export}); none when either has none. Each key's
+   * own {@code |} and {@code \} are escaped, so two different pairs never give one key.
+   */
   default KeyResolver and(KeyResolver other) {
     Checks.notNull("other", other);
     return r -> {
@@ -128,12 +132,12 @@ public interface KeyResolver {
         return null;
       }
       String b = other.resolve(r);
-      return b == null ? null : a + "|" + b;
+      return b == null ? null : Keys.join(a, b);
     };
   }
 
   private static String ipKey(byte[] address) {
-    return address == null ? null : "ip:" + IpLiteral.format(address);
+    return IpLiteral.key(address);
   }
 
   private static String headerName(String header) {
@@ -158,7 +162,7 @@ final class ForwardedFor {
       return null;
     }
     if (!proxies.contains(peer)) {
-      return "ip:" + IpLiteral.format(peer);
+      return IpLiteral.key(peer);
     }
     List<String> lines = r.headers("X-Forwarded-For");
     byte[] leftmost = null;
@@ -184,7 +188,7 @@ final class ForwardedFor {
           return null;
         }
         if (!proxies.contains(a)) {
-          return "ip:" + IpLiteral.format(a);
+          return IpLiteral.key(a);
         }
         leftmost = a;
         if (comma < 0) {
@@ -193,7 +197,7 @@ final class ForwardedFor {
       }
     }
     // Every hop is one of our proxies (or there were none): the request started inside the trusted zone.
-    return "ip:" + IpLiteral.format(leftmost != null ? leftmost : peer);
+    return IpLiteral.key(leftmost != null ? leftmost : peer);
   }
 
   /** Longest {@code Forwarded} header text examined; a longer one is not a deployment either. */
@@ -205,7 +209,7 @@ final class ForwardedFor {
       return null;
     }
     if (!proxies.contains(peer)) {
-      return "ip:" + IpLiteral.format(peer);
+      return IpLiteral.key(peer);
     }
     List<String> fors = new ArrayList<>();
     int chars = 0;
@@ -228,11 +232,11 @@ final class ForwardedFor {
         return null; // obfuscated (_hidden), "unknown", or garbage
       }
       if (!proxies.contains(a)) {
-        return "ip:" + IpLiteral.format(a);
+        return IpLiteral.key(a);
       }
       leftmost = a;
     }
-    return "ip:" + IpLiteral.format(leftmost != null ? leftmost : peer);
+    return IpLiteral.key(leftmost != null ? leftmost : peer);
   }
 
   /**

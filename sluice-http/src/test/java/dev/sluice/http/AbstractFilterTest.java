@@ -22,9 +22,13 @@ import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -41,10 +45,25 @@ abstract class AbstractFilterTest {
   final ManualTicker ticker = Ticker.manual(T0);
   private URI base;
 
-  /** Starts the server under test on an ephemeral port with {@code rateLimit} in front of {@link #respond}. */
+  /**
+   * The request header a test's own authentication turns into the request's principal (each server
+   * installs it in front of the filter), so that a test can act as a user who chose a name.
+   */
+  static final String TEST_USER = "X-Test-User";
+
+  /**
+   * Starts the server under test on an ephemeral port with {@code rateLimit} in front of
+   * {@link #respond}, behind an authentication that makes {@link #TEST_USER} the principal where
+   * the server can ({@link #authenticates}).
+   */
   abstract URI start(HttpRateLimit rateLimit) throws Exception;
 
   abstract void stop() throws Exception;
+
+  /** Whether the filter sees the principal {@link #TEST_USER} names. */
+  boolean authenticates() {
+    return true;
+  }
 
   /** Store clients a test opened, closed after the server stopped. */
   final List<AutoCloseable> cleanup = new ArrayList<>();
@@ -242,6 +261,51 @@ abstract class AbstractFilterTest {
     assertThat(lim.peek("ip:198.51.100.8").remaining()).isEqualTo(2);
   }
 
+  /**
+   * Issue 27, finding 3: a value one source offers, crafted to equal the key of another source (or of
+   * another list of parts), never shares that key's budget. The victim spends its whole budget; the
+   * attacker's crafted request must still be answered from a budget of its own. Before the fix a
+   * header named like a source ({@code Ip}, {@code User}, {@code Route}, {@code Sha256}) gave that
+   * source's key, and {@code and} joined its parts with an unescaped {@code |}.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("craftedKeys")
+  void aValueCraftedToEqualAnotherSourcesKeyNeverSharesItsBudget(String pair, KeyResolver resolver, String[] victim,
+      String[] attacker) throws Exception {
+    Assumptions.assumeTrue(authenticates() || !List.of(victim).contains(TEST_USER) && !List.of(attacker).contains(TEST_USER),
+        "this server's filters see no principal");
+    serve(HttpRateLimit.builder(memory(API)).keyResolver(resolver).build());
+    for (int i = 0; i < 3; i++) {
+      assertThat(status("/ok", victim)).as("the victim's request " + (i + 1)).isEqualTo(200);
+    }
+    assertThat(status("/ok", victim)).as("the victim spent its budget").isEqualTo(429);
+    assertThat(status("/ok", attacker)).as("the crafted request has a budget of its own").isEqualTo(200);
+  }
+
+  static Stream<Arguments> craftedKeys() {
+    String longKey = "k".repeat(200); // hashed: sha256:<hex>
+    String hashed = HttpRateLimit.normalize(KeyResolver.header("X-Api-Key").resolve(new FakeRequest("127.0.0.1").header("X-Api-Key", longKey)));
+    return Stream.of(
+        Arguments.of("header -> address", KeyResolver.header("Ip").orElse(KeyResolver.clientAddress()),
+            new String[] {}, new String[] {"Ip", "127.0.0.1"}),
+        Arguments.of("header value -> address", KeyResolver.header("X-Api-Key").orElse(KeyResolver.clientAddress()),
+            new String[] {}, new String[] {"X-Api-Key", "ip:127.0.0.1"}),
+        Arguments.of("header -> principal", KeyResolver.header("User").orElse(KeyResolver.principal()),
+            new String[] {TEST_USER, "alice"}, new String[] {"User", "alice"}),
+        Arguments.of("header -> route", KeyResolver.header("Route").orElse(KeyResolver.route()),
+            new String[] {}, new String[] {"Route", "GET /ok"}),
+        Arguments.of("header -> hashed key", KeyResolver.header("Sha256").orElse(KeyResolver.header("X-Api-Key")),
+            new String[] {"X-Api-Key", longKey}, new String[] {"Sha256", hashed.substring("sha256:".length())}),
+        Arguments.of("header -> other header", KeyResolver.header("X-Api-Key").orElse(KeyResolver.header("X-Tenant")),
+            new String[] {"X-Tenant", "t"}, new String[] {"X-Api-Key", "t"}),
+        Arguments.of("principal -> address", KeyResolver.principal().orElse(KeyResolver.clientAddress()),
+            new String[] {}, new String[] {TEST_USER, "ip:127.0.0.1"}),
+        Arguments.of("principal -> route", KeyResolver.principal().orElse(KeyResolver.route()),
+            new String[] {}, new String[] {TEST_USER, "route:GET /ok"}),
+        Arguments.of("two headers joined", KeyResolver.header("X-Api-Key").and(KeyResolver.header("X-Tenant")),
+            new String[] {"X-Api-Key", "P|x-tenant:Q", "X-Tenant", "R"}, new String[] {"X-Api-Key", "P", "X-Tenant", "Q|x-tenant:R"}));
+  }
+
   @Test void requestsWithoutIdentityShareTheOneUnknownBucket() throws Exception {
     MemoryRateLimiter lim = memory(API);
     serve(HttpRateLimit.builder(lim).keyResolver(KeyResolver.header("X-Api-Key")).build());
@@ -310,8 +374,8 @@ abstract class AbstractFilterTest {
     assertThat(r.headers().allValues("RateLimit-Policy")).containsExactly("\"ceiling\";q=3;w=60");
     assertThat(r.body()).contains("\"policy\":\"ceiling\"");
     // d was charged and refunded: its own budget is whole.
-    assertThat(lim.peek("x-api-key:d").remaining()).isEqualTo(10);
-    assertThat(lim.peek("x-api-key:a").remaining()).isEqualTo(9);
+    assertThat(lim.peek("header:x-api-key:d").remaining()).isEqualTo(10);
+    assertThat(lim.peek("header:x-api-key:a").remaining()).isEqualTo(9);
   }
 
   @Test void aCeilingWhoseStoreIsDownAnswers503AndRefundsTheClientsPermit() throws Exception {

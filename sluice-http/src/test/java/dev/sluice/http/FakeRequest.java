@@ -12,6 +12,7 @@ final class FakeRequest implements RequestView {
   private final String remote;
   private final Map<String, List<String>> headers = new LinkedHashMap<>();
   private Principal principal;
+  private String path = "/search";
 
   FakeRequest(String remote) {
     this.remote = remote;
@@ -24,6 +25,11 @@ final class FakeRequest implements RequestView {
 
   FakeRequest principal(String name) {
     this.principal = () -> name;
+    return this;
+  }
+
+  FakeRequest path(String path) {
+    this.path = path;
     return this;
   }
 
@@ -42,5 +48,5 @@ final class FakeRequest implements RequestView {
 
   @Override public String method() { return "GET"; }
 
-  @Override public String path() { return "/search"; }
+  @Override public String path() { return path; }
 }

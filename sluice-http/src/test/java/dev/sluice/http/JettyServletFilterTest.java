@@ -5,13 +5,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.sluice.memory.MemoryRateLimiter;
 import jakarta.servlet.AsyncContext;
 import jakarta.servlet.DispatcherType;
+import jakarta.servlet.Filter;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletRequestWrapper;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.security.Principal;
 import java.util.EnumSet;
 import org.eclipse.jetty.ee10.servlet.FilterHolder;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
@@ -32,6 +35,16 @@ class JettyServletFilterTest extends AbstractFilterTest {
     server.addConnector(connector);
     ServletContextHandler context = new ServletContextHandler();
     context.setContextPath("/");
+    // The test's authentication: X-Test-User names the principal.
+    context.addFilter(new FilterHolder((Filter) (req, resp, chain) -> {
+      HttpServletRequest http = (HttpServletRequest) req;
+      String user = http.getHeader(TEST_USER);
+      chain.doFilter(user == null ? req : new HttpServletRequestWrapper(http) {
+        @Override public Principal getUserPrincipal() {
+          return () -> user;
+        }
+      }, resp);
+    }), "/*", EnumSet.of(DispatcherType.REQUEST));
     FilterHolder filter = new FilterHolder(new RateLimitServletFilter(rateLimit));
     filter.setAsyncSupported(true);
     context.addFilter(filter, "/*", EnumSet.of(DispatcherType.REQUEST));

@@ -85,7 +85,7 @@ class KeyResolverTest {
 
   @Test void headerPrincipalRouteAndCombinators() {
     FakeRequest r = new FakeRequest("203.0.113.7").header("X-Api-Key", " k1 ").principal("alice");
-    assertThat(KeyResolver.header("X-Api-Key").resolve(r)).isEqualTo("x-api-key:k1");
+    assertThat(KeyResolver.header("X-Api-Key").resolve(r)).isEqualTo("header:x-api-key:k1");
     assertThat(KeyResolver.principal().resolve(r)).isEqualTo("user:alice");
     assertThat(KeyResolver.route().resolve(r)).isEqualTo("route:GET /search");
     assertThat(KeyResolver.principal().and(KeyResolver.route()).resolve(r)).isEqualTo("user:alice|route:GET /search");
@@ -94,11 +94,36 @@ class KeyResolverTest {
     assertThat(KeyResolver.principal().and(KeyResolver.route()).resolve(anonymous)).isNull();
   }
 
+  /**
+   * Issue 27, finding 3: {@code and} joined its parts with an unescaped {@code |}, so a user named
+   * {@code alice|route:GET /a} on {@code /b} and alice on {@code /a|route:GET /b} shared one key (a path
+   * a real client cannot send unencoded, hence here and not through a server). Now the parts are
+   * escaped (only a value holding a separator looks different).
+   */
+  @Test void joinedKeysOfDifferentPartsNeverCollide() {
+    KeyResolver perUserPerRoute = KeyResolver.principal().and(KeyResolver.route());
+    String a = perUserPerRoute.resolve(new FakeRequest("203.0.113.7").principal("alice|route:GET /a").path("/b"));
+    String b = perUserPerRoute.resolve(new FakeRequest("203.0.113.7").principal("alice").path("/a|route:GET /b"));
+    assertThat(a).isEqualTo("user:alice\\\\\\|route:GET /a|route:GET /b");
+    assertThat(b).isEqualTo("user:alice|route:GET /a\\\\\\|route:GET /b");
+    assertThat(a).isNotEqualTo(b);
+    assertThat(KeyResolver.principal().resolve(new FakeRequest("203.0.113.7").principal("a\\|b"))).isEqualTo("user:a\\\\\\|b");
+  }
+
+  /** A header named like another source gives a header key, never that source's key. */
+  @Test void aHeaderNamedLikeASourceStaysAHeader() {
+    FakeRequest r = new FakeRequest("203.0.113.7").header("Ip", "203.0.113.7").header("User", "alice").header("Sha256", "ab");
+    assertThat(KeyResolver.header("Ip").resolve(r)).isEqualTo("header:ip:203.0.113.7");
+    assertThat(KeyResolver.header("User").resolve(r)).isEqualTo("header:user:alice");
+    assertThat(KeyResolver.header("Sha256").resolve(r)).isEqualTo("header:sha256:ab");
+    assertThat(KeyResolver.header("X-Api-Key").resolve(new FakeRequest("203.0.113.7").header("X-Api-Key", "  "))).isNull();
+  }
+
   @Test void longKeysAreHashedToFitAnyBackend() {
-    String jwt = "x-api-key:" + "a".repeat(600);
+    String jwt = "header:x-api-key:" + "a".repeat(600);
     String k = HttpRateLimit.normalize(jwt);
     assertThat(k).startsWith("sha256:").hasSize(7 + 64);
-    assertThat(HttpRateLimit.normalize("x-api-key:\ud800")).startsWith("sha256:");
+    assertThat(HttpRateLimit.normalize("header:x-api-key:\ud800")).startsWith("sha256:");
     assertThat(HttpRateLimit.normalize("  ")).isEqualTo("unknown");
   }
 

@@ -7,13 +7,16 @@ import dev.sluice.Refund;
 import dev.sluice.Settlement;
 import dev.sluice.Ticket;
 import dev.sluice.compose.Composition;
+import dev.sluice.internal.Keys;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletionStage;
 
 /**
  * Lets a {@code Composition} (one key and one permit count for all its legs) charge each of several
  * {@link RateLimited} annotations its own key and permits: the composition is asked about one
- * composed key that carries every leg's permits and key, length-prefixed so that no key can forge
- * another's part, and each leg reads its own part back. A settlement, where the composition gives
+ * composed key that carries every leg's permits and key, joined so that no key can forge another's
+ * part ({@link Keys#join}), and each leg reads its own part back. A settlement, where the composition gives
  * every leg one actual, likewise gives each leg its own ({@link #settle}).
  */
 final class ComposedKey {
@@ -37,37 +40,22 @@ final class ComposedKey {
     }
   }
 
-  /** {@code permits;length:key} for every leg, in order. */
+  /** Every leg's permits and key, in order, joined by the one rule of composed keys ({@link Keys#join}). */
   static String of(String[] keys, long[] permits) {
-    StringBuilder b = new StringBuilder();
+    List<String> parts = new ArrayList<>(2 * keys.length);
     for (int i = 0; i < keys.length; i++) {
-      b.append(permits[i]).append(';').append(keys[i].length()).append(':').append(keys[i]);
+      parts.add(Long.toString(permits[i]));
+      parts.add(keys[i]);
     }
-    return b.toString();
-  }
-
-  /** Where leg {@code index}'s part lies: its permits from [0] to [1], its key from [2] to [3]. */
-  private static int[] part(String composed, int index) {
-    int at = 0;
-    for (int i = 0; ; i++) {
-      int semi = composed.indexOf(';', at);
-      int colon = composed.indexOf(':', semi);
-      int end = colon + 1 + Integer.parseInt(composed, semi + 1, colon, 10);
-      if (i == index) {
-        return new int[] {at, semi, colon + 1, end};
-      }
-      at = end;
-    }
+    return Keys.join(parts);
   }
 
   static String key(String composed, int index) {
-    int[] p = part(composed, index);
-    return composed.substring(p[2], p[3]);
+    return Keys.split(composed).get(2 * index + 1);
   }
 
   static long permits(String composed, int index) {
-    int[] p = part(composed, index);
-    return Long.parseLong(composed, p[0], p[1], 10);
+    return Long.parseLong(Keys.split(composed).get(2 * index));
   }
 
   /** One annotation's limiter as a leg of the composition: charges its own part of the composed key. */

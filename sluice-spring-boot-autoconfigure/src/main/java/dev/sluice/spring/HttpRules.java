@@ -131,7 +131,10 @@ final class HttpRules {
       return false;
     }
 
-    /** The key {@code request} is charged under (unknown when the expression gives none; hashed when long). */
+    /**
+     * The key {@code request} is charged under: the expression's result namespaced by its source
+     * ({@link RequestKeys#keyOf}); unknown when it gives none; hashed when long.
+     */
     String keyOf(RequestView request) {
       return rateLimit.keyOf(request);
     }
@@ -148,8 +151,7 @@ final class HttpRules {
       try {
         StandardEvaluationContext ctx = new StandardEvaluationContext(root);
         ctx.setBeanResolver(beans);
-        Object v = key.getValue(ctx);
-        return v == null ? null : v.toString();
+        return root.keyOf(key.getValue(ctx));
       } catch (RuntimeException e) {
         // A request must never turn a key expression's failure into a way around the limit or an
         // error page: it is charged to the shared unknown key, and the expression is reported once.

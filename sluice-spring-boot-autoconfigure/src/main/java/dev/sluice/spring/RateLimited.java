@@ -31,14 +31,19 @@ import java.lang.annotation.Target;
 @Inherited
 @Repeatable(RateLimited.List.class)
 public @interface RateLimited {
-  /** The policy's name in {@code sluice.policies}. */
+  /**
+   * The policy's name in {@code sluice.policies}. A name it does not have stops the application at
+   * start, naming the method, the name and the policies there are.
+   */
   String policy();
 
   /**
    * The key, a SpEL expression over the call: the arguments ({@code #p0}, {@code #a0}, or by name,
    * {@code #user.id}), beans ({@code @tenants.current()}) and {@code #root.methodName}. Default: one
-   * key for every caller ({@code 'all'}). A null result is the shared key {@code unknown}; a long key
-   * is hashed.
+   * key for every caller ({@code 'all'}). The result is charged as a computed value,
+   * {@code value:<result>}, so that an argument a client filled cannot equal the key a rule keeps
+   * for an address, a header or a principal. A null or blank result is the shared key
+   * {@code unknown}; a long key is hashed.
    */
   String key() default "'all'";
 

@@ -11,6 +11,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -23,14 +24,19 @@ import org.aopalliance.intercept.MethodInvocation;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.aop.support.StaticMethodMatcherPointcut;
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.context.expression.BeanFactoryResolver;
 import org.springframework.context.expression.MethodBasedEvaluationContext;
 import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.core.annotation.AnnotationUtils;
 import org.springframework.expression.Expression;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
 import org.springframework.util.ClassUtils;
+import org.springframework.util.ReflectionUtils;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -66,6 +72,60 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     Method specific = ClassUtils.getMostSpecificMethod(method, targetClass);
     Set<RateLimited> own = AnnotatedElementUtils.findMergedRepeatableAnnotations(specific, RateLimited.class);
     return !own.isEmpty() ? own : AnnotatedElementUtils.findMergedRepeatableAnnotations(targetClass, RateLimited.class);
+  }
+
+  /** How a message names an annotated method: {@code @RateLimited on com.example.Reports.export}. */
+  static String where(Class<?> targetClass, Method method) {
+    return "@RateLimited on " + targetClass.getName() + "." + method.getName();
+  }
+
+  /** The limiter of {@code a}'s policy; a policy {@code sluice.policies} lacks is an error naming {@code where}, the name and the policies. */
+  static RateLimiter limiter(RateLimiterRegistry registry, RateLimited a, String where) {
+    try {
+      return registry.limiter(a.policy());
+    } catch (IllegalArgumentException e) {
+      throw new IllegalStateException(where + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Checks, as the application context finishes its refresh, that every {@link RateLimited} on a
+   * bean's class or methods names a policy of {@code sluice.policies}: a misspelt name stops the
+   * application at start instead of answering its first call with a 500. Every bean definition is
+   * looked at by type, lazy ones too, without creating any; Spring's own classes are skipped.
+   */
+  static final class PolicyCheck implements SmartInitializingSingleton {
+    private final ConfigurableListableBeanFactory beans;
+    private final ObjectProvider<RateLimiterRegistry> registry;
+
+    PolicyCheck(ConfigurableListableBeanFactory beans, ObjectProvider<RateLimiterRegistry> registry) {
+      this.beans = beans;
+      this.registry = registry;
+    }
+
+    @Override public void afterSingletonsInstantiated() {
+      RateLimiterRegistry r = registry.getIfAvailable();
+      if (r == null) {
+        return;
+      }
+      Set<Class<?>> seen = new HashSet<>();
+      for (String name : beans.getBeanDefinitionNames()) {
+        Class<?> type = beans.getType(name, false);
+        Class<?> target = type == null ? null : ClassUtils.getUserClass(type);
+        if (target == null || !seen.add(target) || target.getName().startsWith("org.springframework.")
+            || !AnnotationUtils.isCandidateClass(target, RateLimited.class)) {
+          continue; // Spring's own classes carry no @RateLimited (Spring's event-listener scan skips them too)
+        }
+        for (RateLimited a : AnnotatedElementUtils.findMergedRepeatableAnnotations(target, RateLimited.class)) {
+          limiter(r, a, "@RateLimited on " + target.getName());
+        }
+        for (Method m : ReflectionUtils.getUniqueDeclaredMethods(target, ReflectionUtils.USER_DECLARED_METHODS)) {
+          for (RateLimited a : AnnotatedElementUtils.findMergedRepeatableAnnotations(m, RateLimited.class)) {
+            limiter(r, a, where(target, m));
+          }
+        }
+      }
+    }
   }
 
   @Override public Object invoke(MethodInvocation mi) throws Throwable {
@@ -151,7 +211,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       this.method = ClassUtils.getMostSpecificMethod(invoked, targetClass);
       this.reactive = REACTOR && Mono.class.isAssignableFrom(method.getReturnType());
       List<RateLimited> all = new ArrayList<>(annotations(invoked, targetClass));
-      String where = "@RateLimited on " + targetClass.getName() + "." + method.getName();
+      String where = where(targetClass, method);
       limiters = new RateLimiter[all.size()];
       keys = new Expression[all.size()];
       permits = new Expression[all.size()];
@@ -161,11 +221,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       String fallbackName = "";
       for (int i = 0; i < all.size(); i++) {
         RateLimited a = all.get(i);
-        try {
-          limiters[i] = registry.limiter(a.policy());
-        } catch (IllegalArgumentException e) {
-          throw new IllegalStateException(where + ": " + e.getMessage(), e);
-        }
+        limiters[i] = limiter(registry, a, where);
         keys[i] = parser.parseExpression(a.key());
         permits[i] = parser.parseExpression(a.permits());
         costWarned[i] = new AtomicBoolean();
@@ -297,9 +353,9 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       return ComposedKey.of(ks, ps);
     }
 
+    /** Annotation {@code i}'s key: its expression's result, a computed value ({@link RequestKeys#key(Object)}). */
     private String key(int i, MethodBasedEvaluationContext ctx) {
-      Object v = keys[i].getValue(ctx);
-      return HttpRateLimit.normalize(v == null ? null : v.toString());
+      return HttpRateLimit.normalize(RequestKeys.key(keys[i].getValue(ctx)));
     }
 
     private long permits(int i, MethodBasedEvaluationContext ctx) {

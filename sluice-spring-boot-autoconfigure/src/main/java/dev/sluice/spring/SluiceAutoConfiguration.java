@@ -12,6 +12,7 @@ import org.springframework.aop.Advisor;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
@@ -104,6 +105,14 @@ public class SluiceAutoConfiguration {
   @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
   public static Advisor sluiceRateLimitedAdvisor(ObjectProvider<RateLimiterRegistry> registry, BeanFactory beans) {
     return new DefaultPointcutAdvisor(new RateLimitedInterceptor.Pointcut(), new LazyInterceptor(registry, beans));
+  }
+
+  /** Stops the application at start when a {@link RateLimited} names a policy {@code sluice.policies} lacks. */
+  @Bean
+  @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+  static SmartInitializingSingleton sluiceRateLimitedPolicyCheck(ConfigurableListableBeanFactory beans,
+      ObjectProvider<RateLimiterRegistry> registry) {
+    return new RateLimitedInterceptor.PolicyCheck(beans, registry);
   }
 
   /** {@code sluice.store=redis}: the application's Lettuce factory when there is one, else {@code sluice.redis.url}. */

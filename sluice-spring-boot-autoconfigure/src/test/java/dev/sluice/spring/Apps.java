@@ -21,11 +21,16 @@ final class Apps {
    * arguments so that they override application.yaml (as a test's own properties do).
    */
   static ConfigurableApplicationContext start(String... properties) {
+    return startWith(new Class<?>[0], properties);
+  }
+
+  /** {@link #start} with {@code beans} (classes no component scan finds) registered beside the test application's. */
+  static ConfigurableApplicationContext startWith(Class<?>[] beans, String... properties) {
     List<String> args = new ArrayList<>(List.of("--server.port=0"));
     for (String p : properties) {
       args.add("--" + p);
     }
-    return new SpringApplicationBuilder(TestApp.class).run(args.toArray(new String[0]));
+    return new SpringApplicationBuilder(TestApp.class).sources(beans).run(args.toArray(new String[0]));
   }
 
   static Client client(ConfigurableApplicationContext app) {

@@ -91,6 +91,7 @@ class MvcMemoryTest {
     }
     assertThat(client.get("/api/hello", "X-Client", id).statusCode()).isEqualTo(429);
     assertThat(client.get("/api/hello", "X-Client", other).statusCode()).isEqualTo(200);
+    assertThat(api.peek("header:x-client:" + id).remaining()).as("the header's key, namespaced by its source").isZero();
     // Without the header the key is remoteAddress, through the trusted-proxy rule: ip:127.0.0.1, and
     // a forged X-Forwarded-For from an untrusted peer does not change it.
     long before = api.peek("ip:127.0.0.1").remaining();
@@ -134,7 +135,7 @@ class MvcMemoryTest {
     // pair-all (50 for everyone) is the binding leg: 4 users could take 80 on pair-user. A partial
     // charge (one leg charged for a refused call) would leave pair-all with fewer than 50 runs.
     long ranBefore = greeter.bothRan();
-    long allBefore = pairAll.peek("everyone").remaining();
+    long allBefore = pairAll.peek("value:everyone").remaining();
     assertThat(allBefore).isEqualTo(50);
     AtomicInteger ok = new AtomicInteger();
     AtomicInteger refused = new AtomicInteger();
@@ -163,10 +164,10 @@ class MvcMemoryTest {
     RateLimiter pairUser = registry.limiter("pair-user");
     long perUserCharged = 0;
     for (int u = 0; u < 4; u++) {
-      perUserCharged += 20 - pairUser.peek(id + "-" + u).remaining();
+      perUserCharged += 20 - pairUser.peek("value:" + id + "-" + u).remaining();
     }
     assertThat(perUserCharged).as("pair-user charges left behind").isEqualTo(ran);
-    assertThat(50 - pairAll.peek("everyone").remaining()).as("pair-all charges left behind").isEqualTo(ran);
+    assertThat(50 - pairAll.peek("value:everyone").remaining()).as("pair-all charges left behind").isEqualTo(ran);
     // Whatever was refused under contention, the binding leg ends with exactly its 50 runs.
     String fresh = id + "-fresh";
     while (client.get("/pair/" + fresh).statusCode() == 200) {
@@ -190,7 +191,7 @@ class MvcMemoryTest {
     JsonNode bucket = all.get("policies").get(3);
     assertThat(bucket.get("refill-period").asText()).isEqualTo("1h");
     for (int i = 0; i < 3; i++) {
-      JsonNode peek = client.json("/actuator/ratelimits/per-user/user:" + id);
+      JsonNode peek = client.json("/actuator/ratelimits/per-user/value:user:" + id);
       assertThat(peek.get("allowed").asBoolean()).isTrue();
       assertThat(peek.get("remaining").asLong()).isEqualTo(1);
       assertThat(peek.get("policy").asText()).isEqualTo("per-user");
@@ -231,7 +232,7 @@ class MvcMemoryTest {
       return "/complete/" + id + "?max=100&used=" + u;
     }, id, client);
     assertThat(ok).isEqualTo(320);
-    assertThat(charged(tokens, id)).isEqualTo(used.sum());
+    assertThat(charged(tokens, "value:" + id)).isEqualTo(used.sum());
   }
 
   @Test void repeatedAnnotationsSettleTheLegWithACostAndTheOtherKeepsItsCharge() {
@@ -239,16 +240,16 @@ class MvcMemoryTest {
     // and kept the whole reservation (200 here).
     assertThat(greeter.completeTwice(id, 100, 30).tokens()).isEqualTo(30);
     assertThat(greeter.completeTwice(id, 100, 130).tokens()).isEqualTo(130);
-    assertThat(charged(tokens, id)).isEqualTo(160);
-    assertThat(charged(tokenCalls, id)).isEqualTo(2);
+    assertThat(charged(tokens, "value:" + id)).isEqualTo(160);
+    assertThat(charged(tokenCalls, "value:" + id)).isEqualTo(2);
   }
 
   @Test void aFailingCostNeverFailsTheCallAndKeepsTheReservation() {
     assertThat(greeter.completeBadCost(id, 100, 30).tokens()).isEqualTo(30);
     assertThat(greeter.completeBadCost(id, 100, 30).tokens()).isEqualTo(30);
-    assertThat(charged(tokens, id)).isEqualTo(200);
+    assertThat(charged(tokens, "value:" + id)).isEqualTo(200);
     // A cost above the policy's limit is refused by the settlement's own rule (Checks.actual): kept too.
     assertThat(greeter.complete(id + "-big", 100, 2_000_000).tokens()).isEqualTo(2_000_000);
-    assertThat(charged(tokens, id + "-big")).isEqualTo(100);
+    assertThat(charged(tokens, "value:" + id + "-big")).isEqualTo(100);
   }
 }

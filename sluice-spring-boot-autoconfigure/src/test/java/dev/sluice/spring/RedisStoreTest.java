@@ -48,7 +48,7 @@ class RedisStoreTest {
 
       JsonNode endpoint = ca.json("/actuator/ratelimits");
       assertThat(endpoint.get("store").asText()).isEqualTo("redis");
-      JsonNode peek = cb.json("/actuator/ratelimits/bulk/" + id);
+      JsonNode peek = cb.json("/actuator/ratelimits/bulk/header:x-client:" + id);
       assertThat(peek.get("allowed").asBoolean()).isFalse();
       assertThat(peek.get("remaining").asLong()).isZero();
       JsonNode health = ca.json("/actuator/health");

@@ -1,6 +1,7 @@
 package dev.sluice.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.sluice.RateLimiter;
 import dev.sluice.memory.MemoryRateLimiter;
@@ -11,7 +12,8 @@ import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
 /**
  * Mistakes in {@code sluice.*} stop the application at start-up with a message naming the entry,
  * the value and the rule: the policy shape's messages (the service's), and the rules' own.
- * Without a web server: the auto-configuration alone, in a servlet context.
+ * Without a web server (the auto-configuration alone, in a servlet context), except for an
+ * annotation naming no policy, which a real application must refuse to start with.
  */
 class SluiceConfigurationTest {
   final WebApplicationContextRunner runner = new WebApplicationContextRunner()
@@ -64,5 +66,31 @@ class SluiceConfigurationTest {
     runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
         "sluice.http.rules[0].key=header('X-Api-Key'")).run(ctx ->
         assertThat(cause(ctx)).hasMessageStartingWith("sluice.http.rules[0].key 'header('X-Api-Key'' is not a SpEL expression: "));
+  }
+
+  /** A bean whose method names a policy {@code sluice.policies} does not have. */
+  static class Misnamed {
+    @RateLimited(policy = "per-usr", key = "#user")
+    public String greet(String user) {
+      return "hello " + user;
+    }
+  }
+
+  /**
+   * Issue 27, finding 6: a {@code @RateLimited} naming a policy that does not exist let the
+   * application start, and its first call answered 500 (an IllegalStateException). The application
+   * now fails while its context refreshes, naming the method, the name and the policies there are.
+   * A real application, started as an application is (it never gets as far as its port).
+   */
+  @Test void aRateLimitedNamingNoPolicyStopsTheApplicationAtStart() {
+    Throwable failure = catchThrowable(() -> Apps.startWith(new Class<?>[] {Misnamed.class}).close());
+    assertThat(failure).as("the application started").isNotNull();
+    Throwable cause = failure;
+    while (cause.getCause() != null && !(cause instanceof IllegalStateException && cause.getMessage().startsWith("@RateLimited"))) {
+      cause = cause.getCause();
+    }
+    assertThat(cause).isInstanceOf(IllegalStateException.class).hasMessage("@RateLimited on " + Misnamed.class.getName()
+        + ".greet: no policy named 'per-usr' in sluice.policies; the policies are "
+        + "[api, login, per-user, pair-user, pair-all, tokens, token-calls, bulk, load]");
   }
 }

@@ -8,6 +8,7 @@ import org.springframework.stereotype.Service;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 import reactor.core.publisher.Mono;
@@ -93,6 +94,18 @@ public class TestApp {
       return greeter.completeLater(tenant, max, used).map(u -> Long.toString(u.tokens()));
     }
 
+    /** What {@code KeySourcesTest}'s rules charge. */
+    @GetMapping("/keys/{source}")
+    String keys(@PathVariable String source) {
+      return "ok";
+    }
+
+    /** No rule's: charged by the annotation alone, keyed by the header's value. */
+    @GetMapping("/annotated")
+    String annotated(@RequestHeader("X-Api-Key") String apiKey) {
+      return greeter.byApiKey(apiKey);
+    }
+
     /** Blocks on purpose: the WebFlux test's proof that its blocking detector sees a blocking call. */
     @GetMapping("/sleep")
     String sleep() throws InterruptedException {
@@ -129,6 +142,12 @@ public class TestApp {
     @RateLimited(policy = "pair-all", key = "@keys.pairKey()", permits = "1")
     public void both(String user) {
       bothRan.increment();
+    }
+
+    /** {@code KeySourcesTest}'s annotation: keyed by a header's value, on the policy of a rule keyed by address. */
+    @RateLimited(policy = "api", key = "#apiKey")
+    public String byApiKey(String apiKey) {
+      return "ok";
     }
 
     @RateLimited(policy = "per-user", key = "'later:' + #user")
@@ -214,6 +233,33 @@ public class TestApp {
     /** The one key of the shared pair leg. */
     public String pairKey() {
       return "everyone";
+    }
+
+    /** A value computed from a request's: {@code value} in lower case, or null. */
+    public String lower(String value) {
+      return value == null ? null : value.toLowerCase(java.util.Locale.ROOT);
+    }
+  }
+
+  /**
+   * The tests' authentication, for the servlet applications: {@code X-Test-User} names the
+   * request's principal (so that a test can act as a user who chose a name). Before Sluice's filter.
+   */
+  @org.springframework.stereotype.Component
+  public static class TestAuthentication implements jakarta.servlet.Filter, org.springframework.core.Ordered {
+    @Override public void doFilter(jakarta.servlet.ServletRequest req, jakarta.servlet.ServletResponse resp,
+                                   jakarta.servlet.FilterChain chain) throws java.io.IOException, jakarta.servlet.ServletException {
+      jakarta.servlet.http.HttpServletRequest http = (jakarta.servlet.http.HttpServletRequest) req;
+      String user = http.getHeader("X-Test-User");
+      chain.doFilter(user == null ? req : new jakarta.servlet.http.HttpServletRequestWrapper(http) {
+        @Override public java.security.Principal getUserPrincipal() {
+          return () -> user;
+        }
+      }, resp);
+    }
+
+    @Override public int getOrder() {
+      return org.springframework.core.Ordered.HIGHEST_PRECEDENCE;
     }
   }
 }

@@ -46,7 +46,7 @@ class WebFluxRedisTest {
       used += u;
     }
     RateLimiter tokens = registry.limiter("tokens");
-    assertThat(tokens.policy().limit() - tokens.peek(id).remaining()).isEqualTo(used);
+    assertThat(tokens.policy().limit() - tokens.peek("value:" + id).remaining()).isEqualTo(used);
     assertThat(BLOCKED).isEmpty();
   }
 }

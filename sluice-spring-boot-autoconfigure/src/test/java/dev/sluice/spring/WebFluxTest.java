@@ -137,7 +137,7 @@ class WebFluxTest {
       used += u;
     }
     // Each call reserved 100; the settlement ran before the value went on, so the count is exact now.
-    assertThat(tokens.policy().limit() - tokens.peek(id).remaining()).isEqualTo(used);
+    assertThat(tokens.policy().limit() - tokens.peek("value:" + id).remaining()).isEqualTo(used);
     assertThat(BLOCKED).isEmpty();
   }
 }

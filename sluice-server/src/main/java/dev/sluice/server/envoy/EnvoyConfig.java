@@ -1,6 +1,7 @@
 package dev.sluice.server.envoy;
 
 import dev.sluice.Policy;
+import dev.sluice.internal.Keys;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
@@ -195,17 +196,15 @@ public final class EnvoyConfig {
     if (found == null) {
       return null;
     }
-    StringBuilder key = new StringBuilder();
+    List<String> key = new ArrayList<>(entries.size() + 1);
+    key.add(domain);
     StringBuilder stat = new StringBuilder(domain);
     for (int i = 0; i < entries.size(); i++) {
       String k = entries.get(i).getKey();
       String v = entries.get(i).getValue();
       Node n = i < depth ? path[i] : null;
       boolean shared = n != null && byWildcard[i] && n.shareThreshold;
-      if (i > 0) {
-        key.append('|');
-      }
-      key.append(escape(k)).append(shared ? '~' : '=').append(escape(shared ? n.value : v));
+      key.add(shared ? Keys.sharedPart(k, n.value) : entry(k, v));
       stat.append('.');
       if (found.detailedMetric()) {
         stat.append(k);
@@ -222,30 +221,29 @@ public final class EnvoyConfig {
         }
       }
     }
-    return new Match(found, bounded(key), stat.toString());
+    return new Match(found, bounded(Keys.join(key)), stat.toString());
   }
 
-  /** The budget key of entries under no rule (a descriptor's own limit): every {@code key=value}. */
-  static String plainKey(List<Map.Entry<String, String>> entries) {
-    StringBuilder key = new StringBuilder();
+  /**
+   * The budget key of a descriptor's own limit (entries under no rule): the domain, then every
+   * {@code key:value}.
+   */
+  static String plainKey(String domain, List<Map.Entry<String, String>> entries) {
+    List<String> key = new ArrayList<>(entries.size() + 1);
+    key.add(domain);
     for (Map.Entry<String, String> e : entries) {
-      if (key.length() > 0) {
-        key.append('|');
-      }
-      key.append(escape(e.getKey())).append('=').append(escape(e.getValue()));
+      key.add(entry(e.getKey(), e.getValue()));
     }
-    return bounded(key);
+    return bounded(Keys.join(key));
   }
 
-  private static String bounded(CharSequence key) {
-    return key.length() > MAX_PLAIN_KEY ? "sha256:" + sha256Hex(key.toString()) : key.toString();
+  /** One entry's part of a budget key, {@code key:value}: the value namespaced by its entry's key ({@link Keys#part}). */
+  private static String entry(String key, String value) {
+    return Keys.part(key, value);
   }
 
-  private static String escape(String s) {
-    if (s.indexOf('\\') < 0 && s.indexOf('|') < 0 && s.indexOf('=') < 0 && s.indexOf('~') < 0) {
-      return s;
-    }
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("=", "\\=").replace("~", "\\~");
+  private static String bounded(String key) {
+    return key.length() > MAX_PLAIN_KEY ? Keys.hashed(key) : key;
   }
 
   /** Reads {@code path}: one file, or every {@code *.yaml} / {@code *.yml} file of a directory in name order. */

@@ -301,7 +301,7 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
             + unit + ": " + e.getMessage()));
       }
     }
-    return new Limit(null, policy, EnvoyConfig.plainKey(entries), statKey, rpu, RateLimitResponse.RateLimit.Unit.valueOf(unit.name()), "");
+    return new Limit(null, policy, EnvoyConfig.plainKey(domain, entries), statKey, rpu, RateLimitResponse.RateLimit.Unit.valueOf(unit.name()), "");
   }
 
   private static long unitSeconds(RateLimitResponse.RateLimit.Unit u) {

@@ -395,6 +395,40 @@ class EnvoyCompatibilityTest {
     assertThat(client.ask("example11", d("files_no_share", "files_no_share/b.csv")).getOverallCode()).isEqualTo(Code.OK);
   }
 
+  /**
+   * Issue 27, finding 3, in Envoy mode: a descriptor crafted to equal another's budget key never
+   * shares its budget. Envoy's entries were already escaped (the two crafted pairs of entries
+   * passed before the fix), but the domain was no part of the key while two rules of two domains
+   * can get one policy name: {@code a} / {@code b_c.b} and {@code a.b_c} / {@code b} are both
+   * {@code a.b_c.b}, so a client of domain {@code a.b_c} spent domain {@code a}'s budget.
+   */
+  @Test void aValueCraftedToEqualAnotherSourcesKeyNeverSharesItsBudget() throws Exception {
+    start("""
+        domain: a
+        descriptors:
+          - key: b
+            value: c.b
+            rate_limit: {unit: minute, requests_per_unit: 1}
+          - key: api_key
+            descriptors:
+              - key: tenant
+                rate_limit: {unit: minute, requests_per_unit: 1}
+        """, """
+        domain: a.b_c
+        descriptors:
+          - key: b
+            rate_limit: {unit: minute, requests_per_unit: 1}
+        """);
+    // two entries whose values carry the separators of the other pair
+    assertThat(admitted(2, "a", d("api_key", "P|tenant=Q", "tenant", "R"))).isEqualTo(1);
+    assertThat(admitted(1, "a", d("api_key", "P", "tenant", "Q|tenant=R"))).as("the crafted pair").isEqualTo(1);
+    assertThat(admitted(1, "a", d("api_key", "P|tenant:Q", "tenant", "R"))).isEqualTo(1);
+    assertThat(admitted(1, "a", d("api_key", "P", "tenant", "Q|tenant:R"))).as("the crafted pair").isEqualTo(1);
+    // one entry of two domains whose rules have one policy name
+    assertThat(admitted(2, "a", d("b", "c.b"))).isEqualTo(1);
+    assertThat(admitted(1, "a.b_c", d("b", "c.b"))).as("domain a.b_c's own budget").isEqualTo(1);
+  }
+
   @Test void hitsAddendZeroMeansOneAndTheDescriptorsOwnWins() throws Exception {
     start(EXAMPLE_5);
     assertThat(client.ask("internal", 0, d("azure", "x")).getStatuses(0).getLimitRemaining()).isEqualTo(99);

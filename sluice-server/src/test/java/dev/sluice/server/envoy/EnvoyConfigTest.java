@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Algorithm;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -129,5 +130,26 @@ class EnvoyConfigTest {
     String odd = EnvoyConfig.policyName("example9.path_/api/*/action");
     assertThat(odd).matches("example9.path__api___action-[0-9a-f]{16}").isEqualTo(EnvoyConfig.policyName("example9.path_/api/*/action"));
     assertThat(EnvoyConfig.policyName("d." + "x".repeat(200))).hasSize(64);
+  }
+
+  /**
+   * A budget key is the domain, then each entry namespaced by its key, joined by the one rule of
+   * composed keys ({@code Keys}); a shared wildcard stands for every value it matches.
+   */
+  @Test void budgetKeysAreTheDomainAndEachEntryNamespacedByItsKey() {
+    EnvoyConfig c = parse("""
+        domain: d
+        descriptors:
+          - key: path
+            value: /api/*
+            share_threshold: true
+            descriptors:
+              - key: remote_address
+                rate_limit: {unit: second, requests_per_unit: 5}
+        """);
+    assertThat(c.match("d", List.of(Map.entry("path", "/api/x"), Map.entry("remote_address", "2001:db8::1"))).key())
+        .isEqualTo("d|path~/api/*|remote_address:2001:db8::1");
+    assertThat(EnvoyConfig.plainKey("d", List.of(Map.entry("a|b", "c:d"), Map.entry("e", ""))))
+        .isEqualTo("d|a\\\\\\|b:c:d|e:");
   }
 }
