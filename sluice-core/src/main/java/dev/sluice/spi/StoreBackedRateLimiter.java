@@ -198,9 +198,15 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
   /** Deletes {@code key}'s state under {@code plan}'s policy. */
   protected abstract void delete(P plan, String key, long deadlineNanos) throws Exception;
 
-  /** {@link Reason#TIMEOUT} or {@link Reason#STORE_UNAVAILABLE} for a store exception; backends add their own timeouts. */
+  /**
+   * {@link Reason#TIMEOUT} or {@link Reason#STORE_UNAVAILABLE} for a store exception; backends add their own timeouts. A
+   * call never sent because its deadline passed first (a {@link StoreNotReachedException} caused by a
+   * {@link TimeoutException}) is a {@link Reason#TIMEOUT}, and stays not-reached for a refund.
+   */
   protected Reason classify(Throwable error) {
-    return error instanceof StoreTimeoutException || error instanceof TimeoutException ? Reason.TIMEOUT : Reason.STORE_UNAVAILABLE;
+    return error instanceof StoreTimeoutException || error instanceof TimeoutException
+        || error instanceof StoreNotReachedException && error.getCause() instanceof TimeoutException
+        ? Reason.TIMEOUT : Reason.STORE_UNAVAILABLE;
   }
 
   /** The clock deadlines are measured on: {@link System#nanoTime()}, or a test's fake. */

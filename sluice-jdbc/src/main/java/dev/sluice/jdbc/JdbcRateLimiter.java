@@ -247,8 +247,11 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     try {
       return CompletableFuture.supplyAsync(() -> {
         if (System.nanoTime() - call.deadline >= 0) {
-          // The caller has been answered with a timeout; do not touch the store.
-          throw new CompletionException(new StoreNotReachedException("the deadline passed before the statement started"));
+          // The caller's deadline passed while the statement waited for a worker: do not touch the store.
+          // A TIMEOUT, not STORE_UNAVAILABLE: on a machine short of CPU this can answer the caller
+          // before its deadline timer does (issue 26, finding 7).
+          throw new CompletionException(new StoreNotReachedException("the deadline passed before the statement started",
+              new TimeoutException("the deadline passed while the statement waited for the limiter's executor")));
         }
         try {
           return work.run();
