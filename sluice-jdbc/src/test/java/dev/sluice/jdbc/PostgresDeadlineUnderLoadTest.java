@@ -59,7 +59,7 @@ class PostgresDeadlineUnderLoadTest {
   static final Duration DEADLINE = Duration.ofMillis(300);
   /**
    * What a decision may take beyond its deadline on this 2-core shared machine (see docs/postgresql.md),
-   * with the pool as HikariCP configures it by default: the worst of eleven runs was 1,015 ms, in the
+   * with the pool as HikariCP configures it by default: the worst of twelve runs was 1,015 ms, in the
    * table-lock phase, beside a 672 ms stall of the sleeper.
    */
   static final long MARGIN_MILLIS = 1_000;
