@@ -117,10 +117,10 @@ public final class TimeoutCharge {
         }
         done.await();
         // A late write lands within moments of its deadline; wait until the count stops moving.
-        long remaining = reader.peek(key).remaining();
+        long remaining = remaining(reader, key);
         for (int i = 0; i < 20; i++) {
           Thread.sleep(100);
-          long now = reader.peek(key).remaining();
+          long now = remaining(reader, key);
           if (now == remaining && i >= 4) {
             break;
           }
@@ -153,6 +153,15 @@ public final class TimeoutCharge {
     System.out.printf(Locale.ROOT, "call latency: p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms; load average after: %s%n",
         lat[lat.length / 2] / 1e6, lat[(int) (lat.length * 0.99)] / 1e6, lat[(int) (lat.length * 0.999)] / 1e6, lat[lat.length - 1] / 1e6,
         loadAverage());
+  }
+
+  /** What the key has left; a failed read is no figure (a failure decision says 0 remaining). */
+  private static long remaining(RedisRateLimiter reader, String key) {
+    Decision d = reader.peek(key);
+    if (d.reason().isFailure()) {
+      throw new IllegalStateException("could not read " + key + ": " + d.reason());
+    }
+    return d.remaining();
   }
 
   private static String loadAverage() {
