@@ -38,9 +38,9 @@ public final class EnvoyGrpcServer implements AutoCloseable {
   EnvoyGrpcServer(EnvoyConfig config, RateLimiter limiter, MeterRegistry registry, RateLimitHeaders headers,
                   String host, int port, Duration stopTimeout, Ticker ticker) {
     this.stopTimeout = stopTimeout;
-    EnvoyRateLimitService service = new EnvoyRateLimitService(config, limiter, new EnvoyMetrics(registry), headers, ticker);
+    EnvoyRateLimitService service = new EnvoyRateLimitService(config, limiter, new EnvoyMetrics(registry, config.domains()), headers, ticker);
     server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
-        .addService(service)
+        .addService(service.definition())
         .addService(health.getHealthService())
         .addService(ProtoReflectionServiceV1.newInstance())
         .build();

@@ -3,7 +3,9 @@ package dev.sluice.server.envoy;
 import dev.sluice.Decision;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * envoyproxy/ratelimit's per-descriptor statistics, as Prometheus counters tagged {@code domain} and
@@ -13,20 +15,32 @@ import java.util.concurrent.ConcurrentHashMap;
  * Each counts hits (the {@code hits_addend}), not calls, as there.
  *
  * <p>Near limit is that service's rule: an allowed hit that leaves more than {@link #NEAR_LIMIT_RATIO}
- * of the limit used. Stat keys carrying request values ({@code detailed_metric}, {@code value_to_metric})
- * are bounded: past {@link #MAX_STAT_KEYS} distinct keys, new ones are counted under
- * {@code descriptor="_other"}, so callers cannot grow the registry without end.
+ * of the limit used. Stat keys of the configuration are as many as its rules; those that carry request
+ * values ({@code detailed_metric}, {@code value_to_metric}, a descriptor's own {@code limit}) are
+ * capped: past {@link #MAX_VALUE_STAT_KEYS} distinct ones, new ones are counted under
+ * {@code descriptor="_other"} (and {@code domain="_other"} for a domain the configuration does not
+ * have), so callers cannot grow the registry, and {@code /metrics}, without end. 10,000 distinct
+ * {@code detailed_metric} values made {@code /metrics} 4.7 MB when the cap was 10,000 keys of any kind.
  */
 final class EnvoyMetrics {
   static final double NEAR_LIMIT_RATIO = 0.8;
-  static final int MAX_STAT_KEYS = 10_000;
+  /** Most stat keys that carry request values: 5 counters each, 5,000 series at most. */
+  static final int MAX_VALUE_STAT_KEYS = 1_000;
+  static final String OTHER = "_other";
 
   private final MeterRegistry registry;
-  private final ConcurrentHashMap<String, Meters> meters = new ConcurrentHashMap<>();
+  private final Set<String> domains;
+  private final ConcurrentHashMap<StatKey, Meters> meters = new ConcurrentHashMap<>();
+  private final AtomicInteger valueStatKeys = new AtomicInteger();
 
-  EnvoyMetrics(MeterRegistry registry) {
+  /** {@code domains}: the configured ones, whose name a capped stat key keeps. */
+  EnvoyMetrics(MeterRegistry registry, Set<String> domains) {
     this.registry = registry;
+    this.domains = Set.copyOf(domains);
   }
+
+  /** Two domains' stat keys can be one string ({@code a} + {@code b_c.b}, {@code a.b_c} + {@code b}): the domain is part of the identity. */
+  private record StatKey(String domain, String statKey) {}
 
   /** One stat key's five counters. */
   final class Meters {
@@ -60,17 +74,27 @@ final class EnvoyMetrics {
         .tag("domain", domain).tag("descriptor", descriptor).register(registry);
   }
 
-  /** The meters of {@code statKey} ({@code domain.descriptor...}). */
-  Meters meters(String domain, String statKey) {
-    Meters m = meters.get(statKey);
+  /**
+   * The meters of {@code statKey} ({@code domain.descriptor...}); {@code carriesValues} when it holds a
+   * request's values, which are capped.
+   */
+  Meters meters(String domain, String statKey, boolean carriesValues) {
+    StatKey k = new StatKey(domain, statKey);
+    Meters m = meters.get(k);
     if (m != null) {
       return m;
     }
     String descriptor = statKey.length() > domain.length() ? statKey.substring(domain.length() + 1) : statKey;
-    if (meters.size() >= MAX_STAT_KEYS) {
-      return meters.computeIfAbsent(domain + "._other", k -> new Meters(domain, "_other"));
+    if (!carriesValues) {
+      return meters.computeIfAbsent(k, x -> new Meters(domain, descriptor));
     }
-    return meters.computeIfAbsent(statKey, k -> new Meters(domain, descriptor));
+    m = meters.computeIfAbsent(k, x -> valueStatKeys.getAndUpdate(c -> c < MAX_VALUE_STAT_KEYS ? c + 1 : c) < MAX_VALUE_STAT_KEYS
+        ? new Meters(domain, descriptor) : null);
+    if (m != null) {
+      return m;
+    }
+    String shown = domains.contains(domain) ? domain : OTHER;
+    return meters.computeIfAbsent(new StatKey(shown, OTHER), x -> new Meters(shown, OTHER));
   }
 
   /** envoyproxy/ratelimit's near limit: allowed, and more than 80 % of the limit used after it. */

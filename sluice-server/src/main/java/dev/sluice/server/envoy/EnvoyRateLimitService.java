@@ -1,6 +1,7 @@
 package dev.sluice.server.envoy;
 
 import com.google.protobuf.Duration;
+import com.google.protobuf.InvalidProtocolBufferException;
 import dev.sluice.Decision;
 import dev.sluice.Path;
 import dev.sluice.Policy;
@@ -15,14 +16,20 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.envoyproxy.envoy.type.v3.RateLimitUnit;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.ServiceDescriptor;
 import io.grpc.Status;
+import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
+import java.io.InputStream;
 import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * {@code envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit}, decided by Sluice limiters.
@@ -40,16 +47,40 @@ import java.util.Set;
  * refused (closed) is answered with gRPC status {@code UNAVAILABLE}, so Envoy applies its
  * {@code failure_mode_deny}; one it allowed (open) is answered {@code OK} overall with that
  * descriptor's code {@code UNKNOWN} (no limit is known) and no limit fields.
+ *
+ * <p>What one request may ask is bounded before anything is decided, each bound an
+ * {@code INVALID_ARGUMENT} naming it: at most {@link #MAX_DESCRIPTORS} descriptors of at most
+ * {@link #MAX_ENTRIES} entries each (envoyproxy/ratelimit sets no bound but gRPC's 4 MiB message; a
+ * route's descriptors are its few {@code rate_limits} actions, so more is a broken or hostile client,
+ * and 10,000 in one request filled the memory store's key table). Bytes that are no
+ * {@code RateLimitRequest} (invalid UTF-8 in a string, a truncated message, garbage) are
+ * {@code INVALID_ARGUMENT} too, parsed by {@link #definition()}'s marshaller, which never throws
+ * (grpc-java answers a marshaller's exception {@code UNKNOWN} and logs its stack trace); they are
+ * logged at most once per {@link #MALFORMED_LOG_INTERVAL}, with the count of those not logged.
  */
-final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceImplBase {
+final class EnvoyRateLimitService {
   private static final System.Logger LOG = System.getLogger(EnvoyRateLimitService.class.getName());
   static final int MAX_UINT32 = -1; // 2^32 - 1 as an unsigned proto uint32
+  /** Most descriptors in one request. */
+  static final int MAX_DESCRIPTORS = 64;
+  /** Most entries in one descriptor. */
+  static final int MAX_ENTRIES = 32;
+  /**
+   * Most hits one descriptor adds to its meters: 2^32 - 1, the most any rule of the reference grants
+   * ({@code requests_per_unit} is a uint32). A {@code hits_addend} of 2^64 - 1 counted whole put
+   * {@code total_hits} at 9.2e18, where a double no longer moves by one hit.
+   */
+  static final long MAX_COUNTED_HITS = 0xFFFF_FFFFL;
+  /** At most one log line per this interval for malformed requests. */
+  static final java.time.Duration MALFORMED_LOG_INTERVAL = java.time.Duration.ofSeconds(10);
 
   private final EnvoyConfig config;
   private final RateLimiter limiter;
   private final EnvoyMetrics metrics;
   private final RateLimitHeaders headers;
   private final Ticker ticker;
+  private final AtomicLong nextMalformedLog = new AtomicLong(Long.MIN_VALUE);
+  private final AtomicLong malformedNotLogged = new AtomicLong();
 
   /** {@code headers} null: no {@code response_headers_to_add}. */
   EnvoyRateLimitService(EnvoyConfig config, RateLimiter limiter, EnvoyMetrics metrics, RateLimitHeaders headers, Ticker ticker) {
@@ -60,10 +91,49 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
     this.ticker = ticker;
   }
 
-  @Override public void shouldRateLimit(RateLimitRequest request, StreamObserver<RateLimitResponse> out) {
+  /** A {@code ShouldRateLimit} request as it arrived: the message, or why its bytes are none. */
+  record Arrived(RateLimitRequest request, String malformed) {}
+
+  /** Parses like the generated marshaller, but never throws: bytes that are no request arrive as {@code malformed}. */
+  private static final MethodDescriptor.Marshaller<Arrived> ARRIVED = new MethodDescriptor.Marshaller<>() {
+    private final MethodDescriptor.Marshaller<RateLimitRequest> proto = RateLimitServiceGrpc.getShouldRateLimitMethod().getRequestMarshaller();
+
+    @Override public InputStream stream(Arrived value) {
+      return proto.stream(value.request());
+    }
+
+    @Override public Arrived parse(InputStream stream) {
+      try {
+        return new Arrived(proto.parse(stream), null);
+      } catch (RuntimeException e) {
+        Throwable why = e.getCause() instanceof InvalidProtocolBufferException p ? p : e;
+        return new Arrived(null, why.getMessage() == null ? why.getClass().getSimpleName() : why.getMessage());
+      }
+    }
+  };
+
+  /**
+   * The rate-limit service for a gRPC server: {@code ShouldRateLimit} through {@link #ARRIVED}, under the
+   * published service's name and schema (so reflection describes it as the generated stubs do).
+   */
+  ServerServiceDefinition definition() {
+    MethodDescriptor<RateLimitRequest, RateLimitResponse> published = RateLimitServiceGrpc.getShouldRateLimitMethod();
+    MethodDescriptor<Arrived, RateLimitResponse> method = published.toBuilder(ARRIVED, published.getResponseMarshaller()).build();
+    ServiceDescriptor service = ServiceDescriptor.newBuilder(RateLimitServiceGrpc.SERVICE_NAME)
+        .setSchemaDescriptor(RateLimitServiceGrpc.getServiceDescriptor().getSchemaDescriptor()).addMethod(method).build();
+    return ServerServiceDefinition.builder(service).addMethod(method, ServerCalls.asyncUnaryCall(this::shouldRateLimit)).build();
+  }
+
+  void shouldRateLimit(Arrived arrived, StreamObserver<RateLimitResponse> out) {
+    if (arrived.malformed() != null) {
+      logMalformed(arrived.malformed());
+      out.onError(Status.INVALID_ARGUMENT.withDescription("the request is not a valid " + RateLimitRequest.getDescriptor().getFullName()
+          + ": " + arrived.malformed()).asRuntimeException());
+      return;
+    }
     RateLimitResponse response;
     try {
-      response = decide(request);
+      response = decide(arrived.request());
     } catch (Refusal e) {
       out.onError(e.status.asRuntimeException());
       return;
@@ -74,6 +144,18 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
     }
     out.onNext(response);
     out.onCompleted();
+  }
+
+  /** One warning per {@link #MALFORMED_LOG_INTERVAL} at most, on the service's clock, saying how many were not logged. */
+  private void logMalformed(String why) {
+    long now = ticker.nowMicros();
+    long at = nextMalformedLog.get();
+    if (now >= at && nextMalformedLog.compareAndSet(at, now + MALFORMED_LOG_INTERVAL.toNanos() / 1_000)) {
+      LOG.log(System.Logger.Level.WARNING, "malformed ShouldRateLimit request answered INVALID_ARGUMENT (" + why + "); "
+          + malformedNotLogged.getAndSet(0) + " more since the last such warning");
+    } else {
+      malformedNotLogged.incrementAndGet();
+    }
   }
 
   /** An answer that is a gRPC error status, not a response. */
@@ -88,7 +170,7 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
   }
 
   /** One descriptor's limit for this request: a configured rule or the descriptor's own override. */
-  private record Limit(EnvoyConfig.Rule rule, Policy policy, String key, String statKey, long requestsPerUnit,
+  private record Limit(EnvoyConfig.Rule rule, Policy policy, String key, String statKey, boolean statCarriesValues, long requestsPerUnit,
                        RateLimitResponse.RateLimit.Unit unit, String name) {}
 
   RateLimitResponse decide(RateLimitRequest request) {
@@ -98,6 +180,17 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
     int n = request.getDescriptorsCount();
     if (n == 0) {
       throw new Refusal(Status.INVALID_ARGUMENT.withDescription("rate limit descriptor list must not be empty"));
+    }
+    if (n > MAX_DESCRIPTORS) {
+      throw new Refusal(Status.INVALID_ARGUMENT.withDescription("the request has " + n + " descriptors; at most " + MAX_DESCRIPTORS
+          + " are accepted in one request"));
+    }
+    for (int i = 0; i < n; i++) {
+      int entries = request.getDescriptors(i).getEntriesCount();
+      if (entries > MAX_ENTRIES) {
+        throw new Refusal(Status.INVALID_ARGUMENT.withDescription("descriptor #" + (i + 1) + " has " + entries + " entries; at most "
+            + MAX_ENTRIES + " are accepted in one descriptor"));
+      }
     }
     Limit[] limits = new Limit[n];
     boolean[] unlimited = new boolean[n];
@@ -118,7 +211,6 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
       }
     }
 
-    long now = ticker.nowMicros();
     Decision[] decisions = new Decision[n];
     Code[] codes = new Code[n];
     long[] hits = new long[n];
@@ -135,8 +227,9 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
       if (hits[i] < 0) {
         hits[i] = Long.MAX_VALUE; // a uint64 past 2^63: more than any rule grants, over the limit
       }
-      EnvoyMetrics.Meters m = metrics.meters(request.getDomain(), l.statKey());
-      m.totalHits(hits[i]);
+      EnvoyMetrics.Meters m = metrics.meters(request.getDomain(), l.statKey(), l.statCarriesValues());
+      long counted = Math.min(hits[i], MAX_COUNTED_HITS);
+      m.totalHits(counted);
       boolean over;
       if (l.policy() == null) {
         over = true; // requests_per_unit 0: every hit is over the limit
@@ -157,18 +250,18 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
       }
       boolean shadow = l.rule() != null && l.rule().shadowMode();
       if (over) {
-        m.overLimit(hits[i]);
+        m.overLimit(counted);
         if (shadow) {
-          m.shadowMode(hits[i]);
+          m.shadowMode(counted);
           codes[i] = Code.OK;
         } else {
           codes[i] = Code.OVER_LIMIT;
           refused = true;
         }
       } else {
-        m.withinLimit(hits[i]);
+        m.withinLimit(counted);
         if (EnvoyMetrics.nearLimit(decisions[i])) {
-          m.nearLimit(hits[i]);
+          m.nearLimit(counted);
         }
         codes[i] = Code.OK;
       }
@@ -186,6 +279,9 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
           + HttpVerdict.code(failedClosed.reason()) + ") and --failure-mode is closed"));
     }
 
+    // "Now" once the limiter has decided, as the JSON API reads it: read before, a first hit's reset was
+    // more than the window away (60 s + 22 us under a 60 s rule) and RateLimit's t= one past w=.
+    long now = ticker.nowMicros();
     RateLimitResponse.Builder r = RateLimitResponse.newBuilder().setOverallCode(refused ? Code.OVER_LIMIT : Code.OK);
     Decision shown = null;
     for (int i = 0; i < n; i++) {
@@ -266,7 +362,7 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
     EnvoyConfig.Rule rule = m.rule();
     RateLimitResponse.RateLimit.Unit unit = rule.unit() == null ? RateLimitResponse.RateLimit.Unit.UNKNOWN
         : RateLimitResponse.RateLimit.Unit.valueOf(rule.unit().name());
-    return new Limit(rule, rule.policy(), m.key(), m.statKey(), rule.requestsPerUnit(), unit, rule.name());
+    return new Limit(rule, rule.policy(), m.key(), m.statKey(), !m.statKey().equals(rule.statKey()), rule.requestsPerUnit(), unit, rule.name());
   }
 
   /**
@@ -301,7 +397,7 @@ final class EnvoyRateLimitService extends RateLimitServiceGrpc.RateLimitServiceI
             + unit + ": " + e.getMessage()));
       }
     }
-    return new Limit(null, policy, EnvoyConfig.plainKey(domain, entries), statKey, rpu, RateLimitResponse.RateLimit.Unit.valueOf(unit.name()), "");
+    return new Limit(null, policy, EnvoyConfig.plainKey(domain, entries), statKey, true, rpu, RateLimitResponse.RateLimit.Unit.valueOf(unit.name()), "");
   }
 
   private static long unitSeconds(RateLimitResponse.RateLimit.Unit u) {

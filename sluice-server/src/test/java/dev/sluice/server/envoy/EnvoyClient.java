@@ -5,8 +5,15 @@ import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCalls;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.util.concurrent.TimeUnit;
 
 /** A real gRPC client of the published Envoy stubs, over a plaintext channel to a running server. */
@@ -43,6 +50,26 @@ public final class EnvoyClient implements AutoCloseable {
     }
     return stub.withDeadlineAfter(10, TimeUnit.SECONDS).shouldRateLimit(r.build());
   }
+
+  /** {@code ShouldRateLimit} with {@code body} as the request's bytes, whatever they are: how a broken client's call arrives. */
+  public byte[] askRaw(byte[] body) {
+    MethodDescriptor<byte[], byte[]> raw = RateLimitServiceGrpc.getShouldRateLimitMethod().toBuilder(BYTES, BYTES).build();
+    return ClientCalls.blockingUnaryCall(channel, raw, CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), body);
+  }
+
+  private static final MethodDescriptor.Marshaller<byte[]> BYTES = new MethodDescriptor.Marshaller<>() {
+    @Override public InputStream stream(byte[] value) {
+      return new ByteArrayInputStream(value);
+    }
+
+    @Override public byte[] parse(InputStream stream) {
+      try {
+        return stream.readAllBytes();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+  };
 
   @Override public void close() {
     channel.shutdownNow();

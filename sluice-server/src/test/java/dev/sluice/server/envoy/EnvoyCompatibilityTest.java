@@ -12,6 +12,7 @@ import dev.sluice.http.RateLimitHeaders;
 import dev.sluice.memory.MemoryRateLimiter;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
 import io.envoyproxy.envoy.type.v3.RateLimitUnit;
@@ -241,12 +242,17 @@ class EnvoyCompatibilityTest {
   EnvoyClient client;
 
   void start(RateLimitHeaders headers, String... files) throws Exception {
+    start(headers, clock, files);
+  }
+
+  /** The service and its memory limiter on {@code ticker}. */
+  void start(RateLimitHeaders headers, Ticker ticker, String... files) throws Exception {
     for (int i = 0; i < files.length; i++) {
       Files.writeString(dir.resolve("config" + i + ".yaml"), files[i]);
     }
     EnvoyConfig config = EnvoyConfig.read(dir);
-    MemoryRateLimiter limiter = MemoryRateLimiter.builder(Policy.fixedWindow("envoy", 1, Duration.ofSeconds(1))).ticker(clock).build();
-    server = new EnvoyGrpcServer(config, limiter, registry, headers, "127.0.0.1", 0, Duration.ofSeconds(2), clock).start();
+    MemoryRateLimiter limiter = MemoryRateLimiter.builder(Policy.fixedWindow("envoy", 1, Duration.ofSeconds(1))).ticker(ticker).build();
+    server = new EnvoyGrpcServer(config, limiter, registry, headers, "127.0.0.1", 0, Duration.ofSeconds(2), ticker).start();
     client = new EnvoyClient(server.port());
   }
 
@@ -503,6 +509,138 @@ class EnvoyCompatibilityTest {
     // A huge value is a key like any other: hashed, still limited.
     String longValue = "v".repeat(100_000);
     assertThat(admitted(101, "internal", d("azure", longValue))).isEqualTo(100);
+  }
+
+  /**
+   * Issue 27, finding 4: one request of 10,000 descriptors of one rule, each with its own value,
+   * filled the memory store's key table (10,000 keys), so every new value of the rule was refused
+   * {@code key_table_full} for the rest of the window while known ones kept working; on Redis the one
+   * call took 8 s. Descriptors per request and entries per descriptor are bounded before anything is
+   * decided.
+   */
+  @Test void oneRequestOfTenThousandDescriptorsIsInvalidArgumentAndLocksNoOneOut() throws Exception {
+    start(EXAMPLE_3);
+    RateLimitRequest.Builder spray = RateLimitRequest.newBuilder().setDomain("edge_proxy_per_ip");
+    for (int i = 0; i < 10_000; i++) {
+      spray.addDescriptors(d("remote_address", "10.1." + (i >> 8) + "." + (i & 255)));
+    }
+    assertThatThrownBy(() -> client.stub.withDeadlineAfter(30, TimeUnit.SECONDS).shouldRateLimit(spray.build()))
+        .isInstanceOf(StatusRuntimeException.class)
+        .hasMessage("INVALID_ARGUMENT: the request has 10000 descriptors; at most " + EnvoyRateLimitService.MAX_DESCRIPTORS
+            + " are accepted in one request");
+    // Nothing was charged and no key was taken: a new address has its whole budget.
+    assertThat(admitted(11, "edge_proxy_per_ip", d("remote_address", "50.0.0.1"))).isEqualTo(10);
+    // At the bound, a request is decided.
+    RateLimitDescriptor.Builder[] most = new RateLimitDescriptor.Builder[EnvoyRateLimitService.MAX_DESCRIPTORS];
+    for (int i = 0; i < most.length; i++) {
+      most[i] = d("remote_address", "10.2.0." + i);
+    }
+    RateLimitResponse atBound = client.ask("edge_proxy_per_ip", most);
+    assertThat(atBound.getOverallCode()).isEqualTo(Code.OK);
+    assertThat(atBound.getStatusesCount()).isEqualTo(EnvoyRateLimitService.MAX_DESCRIPTORS);
+    // Entries per descriptor likewise: the bound passes (no rule that deep: not limited), one more is refused.
+    String[] deep = new String[2 * EnvoyRateLimitService.MAX_ENTRIES];
+    for (int i = 0; i < deep.length; i += 2) {
+      deep[i] = "remote_address";
+      deep[i + 1] = "10.3.0." + i;
+    }
+    assertThat(client.ask("edge_proxy_per_ip", d(deep)).getOverallCode()).isEqualTo(Code.OK);
+    String[] deeper = java.util.Arrays.copyOf(deep, deep.length + 2);
+    deeper[deep.length] = "remote_address";
+    deeper[deep.length + 1] = "10.3.1.1";
+    assertThatThrownBy(() -> client.ask("edge_proxy_per_ip", d("remote_address", "10.4.0.1"), d(deeper)))
+        .isInstanceOf(StatusRuntimeException.class)
+        .hasMessage("INVALID_ARGUMENT: descriptor #2 has " + (EnvoyRateLimitService.MAX_ENTRIES + 1) + " entries; at most "
+            + EnvoyRateLimitService.MAX_ENTRIES + " are accepted in one descriptor");
+    assertThat(admitted(11, "edge_proxy_per_ip", d("remote_address", "10.4.0.1"))).as("the refused request charged nothing").isEqualTo(10);
+  }
+
+  /**
+   * Issue 27, finding 5: a request that is no {@code RateLimitRequest} (invalid UTF-8 in a string, a
+   * truncated message, garbage) was answered {@code UNKNOWN} and logged a 36-line stack trace each
+   * time, where docs/envoy.md promises {@code INVALID_ARGUMENT} and at most one line, rate-limited.
+   */
+  @Test void malformedRequestsAreInvalidArgumentWithAtMostOneLogLine() throws Exception {
+    start(EXAMPLE_5);
+    byte[] valid = RateLimitRequest.newBuilder().setDomain("internal").addDescriptors(d("azure", "x")).build().toByteArray();
+    byte[] overlongNul = {0x0A, 0x02, (byte) 0xC0, (byte) 0x80}; // domain: C0 80, the overlong spelling of NUL
+    byte[] truncated = java.util.Arrays.copyOf(valid, valid.length - 2);
+    byte[] garbage = {(byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF,
+        (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, 0x01};
+    try (CapturedLogs logs = new CapturedLogs()) {
+      for (int round = 0; round < 3; round++) {
+        for (byte[] body : List.of(overlongNul, truncated, garbage)) {
+          assertThatThrownBy(() -> client.askRaw(body)).isInstanceOfSatisfying(StatusRuntimeException.class,
+                  e -> assertThat(e.getStatus().getCode()).isEqualTo(io.grpc.Status.Code.INVALID_ARGUMENT))
+              .hasMessageStartingWith("INVALID_ARGUMENT: the request is not a valid envoy.service.ratelimit.v3.RateLimitRequest: ");
+        }
+      }
+      assertThat(logs.lines()).as("9 malformed requests").hasSize(1).allMatch(l -> l.contains("malformed ShouldRateLimit request"));
+      clock.advance(EnvoyRateLimitService.MALFORMED_LOG_INTERVAL);
+      assertThatThrownBy(() -> client.askRaw(garbage)).isInstanceOf(StatusRuntimeException.class);
+      assertThat(logs.lines()).hasSize(2);
+      assertThat(logs.lines().get(1)).contains("8 more since the last");
+    }
+    assertThat(client.askRaw(valid)).isNotEmpty();
+  }
+
+  /**
+   * Issue 27, finding 5: a {@code hits_addend} of 2^64-1 was counted whole, and
+   * {@code ratelimit_service_rate_limit_total_hits_total} stood at 9.2e18, where a double no longer
+   * moves by one.
+   */
+  @Test void aHugeHitsAddendIsOverTheLimitAndLeavesTheHitsCounterCounting() throws Exception {
+    start(EXAMPLE_5);
+    RateLimitResponse huge = client.ask("internal", hits(d("azure", "x"), -1L)); // 2^64 - 1 as a uint64
+    assertThat(huge.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+    double counted = totalHits("internal", "azure");
+    assertThat(counted).isEqualTo((double) EnvoyRateLimitService.MAX_COUNTED_HITS);
+    assertThat(client.ask("internal", d("azure", "x")).getStatuses(0).getLimitRemaining()).as("nothing was charged").isEqualTo(99);
+    assertThat(totalHits("internal", "azure")).isEqualTo(counted + 1);
+  }
+
+  double totalHits(String domain, String descriptor) {
+    return registry.get("ratelimit.service.rate_limit.total_hits").tag("domain", domain).tag("descriptor", descriptor).counter().count();
+  }
+
+  /**
+   * Issue 27, finding 5: the service read "now" before the limiter decided, so on a real clock a
+   * key's first hit under a 60 s rule was answered {@code duration_until_reset} 60 s + 22 us, and the
+   * header said {@code t=61} beside {@code w=60}.
+   */
+  @Test void aFirstHitsResetIsAtMostTheWindowAndTheHeaderAgrees() throws Exception {
+    java.util.concurrent.atomic.AtomicLong readings = new java.util.concurrent.atomic.AtomicLong();
+    Ticker moving = () -> 1_000_000_000L + readings.incrementAndGet(); // a microsecond passes between any two readings
+    start(RateLimitHeaders.of(true, false), moving, EXAMPLE_5);
+    RateLimitResponse first = client.ask("internal", d("azure", "first"));
+    com.google.protobuf.Duration until = first.getStatuses(0).getDurationUntilReset();
+    long micros = until.getSeconds() * 1_000_000 + until.getNanos() / 1_000;
+    assertThat(micros).isBetween(59_000_000L, 60_000_000L);
+    Map<String, String> h = headers(first.getResponseHeadersToAddList());
+    assertThat(h).containsEntry("RateLimit-Policy", "\"internal.azure\";q=100;w=60").containsEntry("RateLimit", "\"internal.azure\";r=99;t=60");
+  }
+
+  /**
+   * Issue 27, finding 5: 10,000 distinct {@code detailed_metric} values made {@code /metrics} 4.7 MB
+   * with 50,114 samples: the stat keys that carry request values are capped, the rest count under
+   * {@code _other}.
+   */
+  @Test void distinctDetailedMetricValuesAreCappedSoTheScrapeStaysBounded() throws Exception {
+    start(EXAMPLE_8);
+    for (int i = 0; i < 10_000; i += 50) {
+      RateLimitDescriptor.Builder[] batch = new RateLimitDescriptor.Builder[50];
+      for (int j = 0; j < batch.length; j++) {
+        batch[j] = d("key1", "v" + (i + j));
+      }
+      client.ask("example8", batch);
+    }
+    client.ask("example8", d("key1", "value1")); // a configured value: its own series, whatever the cap
+    String scrape = registry.scrape();
+    long series = scrape.lines().filter(l -> l.startsWith("ratelimit_service_rate_limit_")).count();
+    assertThat(series).as(scrape.length() + " characters").isLessThanOrEqualTo(5L * (EnvoyMetrics.MAX_VALUE_STAT_KEYS + 2));
+    assertThat(totalHits("example8", "_other")).isEqualTo(10_000 - EnvoyMetrics.MAX_VALUE_STAT_KEYS);
+    assertThat(totalHits("example8", "key1_v0")).isEqualTo(1);
+    assertThat(totalHits("example8", "key1_value1")).isEqualTo(1);
   }
 
   @Test void healthAndReflectionOnTheSamePort() throws Exception {
