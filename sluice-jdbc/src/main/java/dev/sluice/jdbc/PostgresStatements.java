@@ -6,6 +6,7 @@ import static dev.sluice.jdbc.PostgresRow.ALG_SLIDING;
 import dev.sluice.Algorithm;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
+import dev.sluice.Ticket;
 import dev.sluice.internal.ModelSteps;
 import dev.sluice.internal.StoredId;
 import dev.sluice.model.Outcome;
@@ -90,7 +91,7 @@ final class PostgresStatements {
           Policy eff = w.pinned() ? PostgresRow.pinnedPolicy(p, alg, w.p1(), w.p2(), w.p3()) : p;
           long[] st = {w.s0(), w.s1(), w.s2()};
           ReferenceModel.peek(eff.algorithm(), st, row.now(), out);
-          long stamp = alg == ALG_FIXED || alg == ALG_SLIDING ? st[0] : 0;
+          long stamp = alg == ALG_FIXED || alg == ALG_SLIDING ? st[0] : row.now(); // the buckets: the acquire's instant
           return decided(StepResult.decided(true, out.remaining(), out.resetAt(), 0, stamp, true), eff, call.policy);
         }
         // Nothing written: a refusal, a malformed row, or a row pinned to another algorithm.
@@ -227,7 +228,8 @@ final class PostgresStatements {
    * Gives a ticket's permits back ({@code REFUND}) or charges a settlement's overrun
    * ({@code OVERRUN}), in one statement; whether it applied.
    */
-  boolean refund(PostgresCall call, long stamp) throws SQLException {
+  boolean refund(PostgresCall call, Ticket ticket) throws SQLException {
+    long stamp = ticket.stamp();
     Policy p = call.policy;
     PostgresSql.Bound sql = (call.op == PostgresCall.Op.OVERRUN ? overrunSql : refundSql)[call.alg];
     try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(sql.sql)) {

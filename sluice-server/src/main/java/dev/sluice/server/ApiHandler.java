@@ -349,6 +349,7 @@ final class ApiHandler extends Handler.Abstract {
         case APPLIED -> "permits returned";
         case NO_EFFECT -> "nothing to give back: the window rolled or the bucket is full";
         case FAILED -> "the store could not be updated; the limiter stays stricter";
+        case UNKNOWN -> "the store did not answer in time; the refund may have been applied";
       };
       if (result == Refund.FAILED) {
         spent.unmark(c.mac());
@@ -389,6 +390,7 @@ final class ApiHandler extends Handler.Abstract {
         case APPLIED -> actual < c.permits() ? "unused permits returned" : "overrun charged";
         case NO_EFFECT -> "nothing changed: the actual equals the reservation, or the window rolled before the rest could go back";
         case FAILED -> "the store could not be updated; the reservation stays the charge";
+        case UNKNOWN -> "the store did not answer in time; the settlement may have been applied";
       };
       if (result == Settlement.FAILED) {
         spent.unmark(c.mac());
