@@ -53,7 +53,7 @@ public final class ScriptCost {
       System.out.printf(Locale.ROOT, "%-16s %-8s %12s %8s %10s %8s %12s %8s%n", "script", "load", "req/s", "vs r1", "us/call",
           "vs r1", "instr/call", "vs r1");
       // return 1 receives what a token bucket's acquire receives, so the difference is the script's work
-      List<String> typical = List.of(RedisPlan.of(policies().get(2)[1]).argv("a", "", 1, 0, "0"));
+      List<String> typical = List.of(RedisPlan.of(policies().get(2)[1]).argv("a", "", 1, 0, "0", 0));
       Row base = run(redis, port, requests, clients, callgrind, trivial, List.of("sluice:{cost:trivial}"), typical);
       print("return 1", "", base, base);
       for (Policy[] loads : policies()) {
@@ -62,7 +62,7 @@ public final class ScriptCost {
           redis.scriptLoad(plan.script.body);
           String key = RedisRateLimiter.storedKey(loads[i], "cost:" + i);
           redis.del(key);
-          List<String> argv = List.of(plan.argv("a", "", 1, 0, "0"));
+          List<String> argv = List.of(plan.argv("a", "", 1, 0, "0", 0));
           redis.evalsha(plan.script.sha, io.lettuce.core.ScriptOutputType.MULTI, new String[] {key}, argv.toArray(String[]::new));
           Row row = run(redis, port, requests, clients, callgrind, plan.script.sha, List.of(key), argv);
           print(plan.script.name().toLowerCase(Locale.ROOT), i == 0 ? "allowed" : "refused", row, base);

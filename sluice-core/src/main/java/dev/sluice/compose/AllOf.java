@@ -178,7 +178,7 @@ final class AllOf {
       error = error == null ? e : error;
       r = Refund.FAILED;
     }
-    if (r == Refund.FAILED) {
+    if (r == Refund.FAILED || r == Refund.UNKNOWN) {
       counters.failedCompensations.increment();
     }
     return error;
@@ -191,7 +191,7 @@ final class AllOf {
    */
   Refund refund(Ticket ticket, long now) {
     Charges c = claim(ticket);
-    return c == null ? null : eachPart(c, Refund.APPLIED, Refund.FAILED, Refund.NO_EFFECT,
+    return c == null ? null : eachPart(ticket, c, Refund.APPLIED, Refund.FAILED, Refund.UNKNOWN, Refund.NO_EFFECT,
         (i, t) -> refundLeg(c.set(), i, t, now), shared == null ? null : shared::refund);
   }
 
@@ -204,33 +204,53 @@ final class AllOf {
       Checks.actual(actualPermits, ticket.policy().limit(), ticket.policy().name());
     }
     Charges c = claim(ticket);
-    return c == null ? null : eachPart(c, Settlement.APPLIED, Settlement.FAILED, Settlement.NO_EFFECT,
+    return c == null ? null : eachPart(ticket, c, Settlement.APPLIED, Settlement.FAILED, Settlement.UNKNOWN, Settlement.NO_EFFECT,
         (i, t) -> settleLeg(c.set(), i, t, Math.min(actualPermits, t.policy().limit()), now),
         shared == null ? null : t -> shared.settle(t, Math.min(actualPermits, t.policy().limit())));
   }
 
   /**
-   * Applies {@code leg} to every leg ticket and {@code sharedPart} to the shared ticket of {@code c}:
-   * {@code failed} when any part failed, else {@code applied} when any part applied, else {@code none}.
+   * Applies {@code leg} to every leg ticket and {@code sharedPart} to the shared ticket of {@code c}.
+   * The composed answer: {@code unknown} when any part's outcome is unknown, else {@code failed} when
+   * any part failed, else {@code applied} when any part applied, else {@code none}. The parts that
+   * failed or whose outcome is unknown stay booked under the composed ticket, which is released: a
+   * retry spends only those, each the one application or no effect (a leg's store keeps its spent
+   * record), and never a part that already answered.
    */
-  private static <R> R eachPart(Charges c, R applied, R failed, R none, BiFunction<Integer, Ticket, R> leg,
-      Function<Ticket, R> sharedPart) {
+  private <R> R eachPart(Ticket composed, Charges c, R applied, R failed, R unknown, R none,
+      BiFunction<Integer, Ticket, R> leg, Function<Ticket, R> sharedPart) {
     boolean anyApplied = false;
     boolean anyFailed = false;
+    boolean anyUnknown = false;
+    Ticket[] retry = null;
     for (int i = 0; i < c.legTickets().length; i++) {
       Ticket t = c.legTickets()[i];
       if (t != null) {
         R r = leg.apply(i, t);
         anyApplied |= r == applied;
         anyFailed |= r == failed;
+        anyUnknown |= r == unknown;
+        if (r == failed || r == unknown) {
+          if (retry == null) {
+            retry = new Ticket[c.legTickets().length];
+          }
+          retry[i] = t;
+        }
       }
     }
+    Ticket sharedRetry = null;
     if (c.sharedTicket() != null) {
       R r = sharedPart.apply(c.sharedTicket());
       anyApplied |= r == applied;
       anyFailed |= r == failed;
+      anyUnknown |= r == unknown;
+      sharedRetry = r == failed || r == unknown ? c.sharedTicket() : null;
     }
-    return anyFailed ? failed : anyApplied ? applied : none;
+    if (retry != null || sharedRetry != null) {
+      book.put(composed, new Charges(c.set(), retry == null ? new Ticket[0] : retry, sharedRetry));
+      issuer.release(composed);
+    }
+    return anyUnknown ? unknown : anyFailed ? failed : anyApplied ? applied : none;
   }
 
   /** Composed tickets whose charges are still kept (tests). */

@@ -252,9 +252,11 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
 
   /**
    * Refunds every leg (and the shared state) a composed ticket charged, each in the window it was
-   * counted in. {@link Refund#APPLIED} when any part was given back, {@link Refund#FAILED} when any
-   * part could not be (that leg stays stricter), {@link Refund#NO_EFFECT} for a spent or foreign
-   * ticket. Never throws.
+   * counted in. {@link Refund#UNKNOWN} when any part's outcome is unknown, else {@link Refund#FAILED}
+   * when any part could not be given back (that leg stays stricter), else {@link Refund#APPLIED} when
+   * any part was, else {@link Refund#NO_EFFECT} (also for a spent or foreign ticket). After
+   * {@code UNKNOWN} or {@code FAILED} the ticket may be retried: the retry spends only the parts that
+   * did not answer, each the one application or no effect. Never throws.
    */
   @Override public Refund refundAt(Ticket ticket, long nowMicros) {
     Refund result = allOf.refund(ticket, nowMicros);
@@ -276,8 +278,9 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
    * through its own ticket and under its own window rule ({@link RateLimiter#settle}), at the one
    * instant {@code nowMicros}; a leg never settles above its own limit. {@link Settlement#APPLIED}
    * when any part changed, {@link Settlement#FAILED} when any part could not be settled,
-   * {@link Settlement#NO_EFFECT} for a spent or foreign ticket. A bad {@code actualPermits} throws
-   * before anything is spent; store trouble never throws.
+   * {@link Settlement#NO_EFFECT} for a spent or foreign ticket, with {@link Settlement#UNKNOWN}
+   * first and retries as for {@link #refundAt}. A bad {@code actualPermits} throws before anything
+   * is spent; store trouble never throws.
    */
   @Override public Settlement settleAt(Ticket ticket, long actualPermits, long nowMicros) {
     Settlement result = allOf.settle(ticket, actualPermits, nowMicros);

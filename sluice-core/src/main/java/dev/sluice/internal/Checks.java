@@ -58,6 +58,18 @@ public final class Checks {
    */
   public static final long CLOCK_TOLERANCE_MICROS = 3_600_000_000L;
 
+  /**
+   * The longest a ticket can be used, one day: a ticket lives twice its algorithm's span
+   * ({@code ReferenceModel.ticketExpiresAt}) but never longer, so the stores' spent records of
+   * tickets (a Redis key, a PostgreSQL row, an entry in a versioned record) are swept within a day.
+   */
+  public static final long MAX_TICKET_LIFE_MICROS = 86_400_000_000L;
+
+  /** The message for a ticket id that is not 32 lowercase hexadecimal digits. */
+  public static String ticketId(String id) {
+    return "ticket id " + (id == null ? "null" : quote(id)) + " is not 32 lowercase hexadecimal digits (Ticket.id() of an issued ticket)";
+  }
+
   /** Whether {@code now} is a clock reading the tiers decide on: 1..{@link #MAX_CLOCK} us. */
   public static boolean validClock(long now) {
     return now > 0 && now <= MAX_CLOCK;

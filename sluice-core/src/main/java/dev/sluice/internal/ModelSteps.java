@@ -1,6 +1,8 @@
 package dev.sluice.internal;
 
+import dev.sluice.Ticket;
 import dev.sluice.model.Outcome;
+import dev.sluice.model.ReferenceModel;
 import dev.sluice.spi.StepResult;
 
 /**
@@ -24,5 +26,14 @@ public final class ModelSteps {
       return StepResult.invalidClock("clock reading outside 1..2^52 - 2^49 microseconds");
     }
     return StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), out.stamp(), out.wrote());
+  }
+
+  /**
+   * The instant (epoch us) from which {@code ticket} no longer changes its budget
+   * ({@link ReferenceModel#ticketExpiresAt}), for a backend that keeps the ticket's spent record
+   * until then (Redis's spent key, PostgreSQL's spent row).
+   */
+  public static long ticketExpiresAt(Ticket ticket) {
+    return ReferenceModel.ticketExpiresAt(ticket.policy().algorithm(), ticket.stamp());
   }
 }

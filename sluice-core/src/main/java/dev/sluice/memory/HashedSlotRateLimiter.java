@@ -174,7 +174,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
 
   @Override public Refund refundAt(Ticket ticket, long now) {
     try {
-      if (!Checks.validClock(now) || !issuer.claim(ticket)) {
+      if (!Checks.validClock(now) || !live(ticket, now) || !issuer.claim(ticket)) {
         return Refund.NO_EFFECT;
       }
       Policy p = ticket.policy();
@@ -192,6 +192,11 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     }
   }
 
+  /** Whether {@code ticket} is within its life at {@code now} ({@link ReferenceModel#ticketExpiresAt}). */
+  private static boolean live(Ticket ticket, long now) {
+    return ticket != null && ReferenceModel.ticketLive(ticket.policy().algorithm(), ticket.stamp(), now);
+  }
+
   @Override public Settlement settle(Ticket ticket, long actualPermits) {
     return settleAt(ticket, actualPermits, ticker.nowMicros());
   }
@@ -204,7 +209,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     long delta = Checks.settlementDelta(ticket, actualPermits);
     Policy p = ticket.policy();
     try {
-      if (now <= 0 || !issuer.claim(ticket) || delta == 0) {
+      if (now <= 0 || !live(ticket, now) || !issuer.claim(ticket) || delta == 0) {
         return Settlement.NO_EFFECT;
       }
       long[] w = slot(p, ticket.key().isEmpty() ? null : ticket.key());

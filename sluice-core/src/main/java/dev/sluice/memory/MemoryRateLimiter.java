@@ -237,7 +237,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
         evictSiblings(t, key);
       }
       return out.allowed()
-          ? Decision.allowed(p, out.remaining(), out.resetAt(), issuer.issue(p, key, permits, out.stamp()))
+          ? Decision.allowed(p, out.remaining(), out.resetAt(), issuer.issue(this, p, key, permits, out.stamp()))
           : out.refusal(p);
     }
   }
@@ -377,7 +377,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   }
 
   private Refund doRefund(Ticket ticket, long now) {
-    if (!Checks.validClock(now) || !issuer.claim(ticket)) {
+    if (!Checks.validClock(now) || !spendable(ticket, now) || !issuer.claim(ticket)) {
       return Refund.NO_EFFECT;
     }
     Policy p = ticket.policy();
@@ -404,6 +404,15 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       unlock(w);
     }
     return out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
+  }
+
+  /**
+   * Whether {@code ticket} may change a budget of this limiter at {@code now}: issued by its issuer
+   * for this limiter (a limiter sharing the issuer holds other budgets: issue 26, finding 5), and
+   * within its life. A ticket that may not is left unspent for the limiter it belongs to.
+   */
+  private boolean spendable(Ticket ticket, long now) {
+    return issuer.issued(ticket, this) && ReferenceModel.ticketLive(ticket.policy().algorithm(), ticket.stamp(), now);
   }
 
   @Override public Settlement settle(Ticket ticket, long actualPermits) {
@@ -434,7 +443,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   }
 
   private Settlement doSettle(Ticket ticket, Policy p, long delta, long now) {
-    if (now <= 0 || !issuer.claim(ticket)) {
+    if (now <= 0 || !spendable(ticket, now) || !issuer.claim(ticket)) {
       return Settlement.NO_EFFECT;
     }
     if (delta == 0) {

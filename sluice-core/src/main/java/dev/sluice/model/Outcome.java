@@ -43,7 +43,7 @@ public final class Outcome {
   /** Microseconds until the refused request could fit; 0 when allowed. */
   public long retryAfter() { return retryAfter; }
 
-  /** The ticket stamp of an allowed acquire (window start, log entry time, or 0). */
+  /** The ticket stamp of an allowed acquire (window start, log entry time, or the acquire's instant for the buckets). */
   public long stamp() { return stamp; }
 
   /**

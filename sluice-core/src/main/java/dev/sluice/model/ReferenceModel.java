@@ -286,6 +286,34 @@ public final class ReferenceModel {
   }
 
   /**
+   * The instant (epoch us) from which a ticket of {@code alg} stamped {@code stamp} no longer
+   * refunds or settles: its stamp plus twice the algorithm's span (a window, a token bucket's full
+   * refill, GCRA's burst drain), at most {@link Checks#MAX_TICKET_LIFE_MICROS}. Every tier answers
+   * no effect from then on, so a store keeps a ticket's spent record only until then and sweeps it
+   * with the state.
+   */
+  public static long ticketExpiresAt(Algorithm alg, long stamp) {
+    long span;
+    if (alg instanceof FixedWindow fw) {
+      span = fw.windowMicros();
+    } else if (alg instanceof SlidingWindow sw) {
+      span = sw.windowMicros();
+    } else if (alg instanceof TokenBucket tb) {
+      span = ceilDiv(tb.capacity() * tb.refillPeriodMicros(), tb.refillTokens());
+    } else if (alg instanceof Gcra g) {
+      span = ceilDiv(g.burst() * g.periodMicros(), g.rate());
+    } else {
+      span = ((SlidingLog) alg).windowMicros();
+    }
+    return stamp + Math.min(2 * span, Checks.MAX_TICKET_LIFE_MICROS);
+  }
+
+  /** Whether a ticket of {@code alg} stamped {@code stamp} can still change a budget at {@code now} ({@link #ticketExpiresAt}). */
+  public static boolean ticketLive(Algorithm alg, long stamp, long now) {
+    return now < ticketExpiresAt(alg, stamp);
+  }
+
+  /**
    * How long after a reading what a step at that reading writes can still matter: {@link #expiresAt}
    * (or {@link SlidingLogState#expiresAt}) of the state a step at {@code now} leaves is at most
    * {@code now + lifetime(alg)}, as long as the instants the state kept from earlier steps (a window
@@ -423,7 +451,7 @@ public final class ReferenceModel {
         st[0] = t;
         st[1] = after;
       }
-      out.set(true, after / p, t + ceilDiv(full - after, r), 0, 0, charge);
+      out.set(true, after / p, t + ceilDiv(full - after, r), 0, charge ? now : 0, charge); // stamp: the acquire's instant
     } else {
       out.set(false, s / p, t + ceilDiv(full - s, r), t + ceilDiv(need - s, r) - now, 0, false);
     }
@@ -475,7 +503,7 @@ public final class ReferenceModel {
       if (charge) {
         setDebt(g, st, now, after);
       }
-      out.set(true, (cap - after) / p, now + ceilDiv(after, q), 0, 0, charge);
+      out.set(true, (cap - after) / p, now + ceilDiv(after, q), 0, charge ? now : 0, charge); // stamp: the acquire's instant
     } else {
       out.set(false, (cap - debt) / p, now + ceilDiv(debt, q), ceilDiv(debt + need - cap, q), 0, false);
     }

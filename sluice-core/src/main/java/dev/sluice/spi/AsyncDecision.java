@@ -64,7 +64,7 @@ final class AsyncDecision<P> extends CompletableFuture<Decision> implements Dead
     }
     CompletableFuture<StepResult> f;
     try {
-      f = owner.stepAsync(plan, Step.ACQUIRE, key, permits, 0, now, start + owner.timeoutNanos());
+      f = owner.stepAsync(plan, Step.ACQUIRE, key, permits, null, now, start + owner.timeoutNanos());
     } catch (IllegalArgumentException e) {
       timer.cancel();
       if (lane != null) {

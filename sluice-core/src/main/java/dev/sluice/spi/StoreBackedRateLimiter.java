@@ -12,6 +12,7 @@ import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.DeadlineTimer;
+import dev.sluice.model.ReferenceModel;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -39,10 +40,14 @@ import java.util.concurrent.TimeoutException;
  *       the {@link FailureMode} for every failure (closed, open or fallback, each with its
  *       configured retry), peeks and resets included;
  *   <li>tickets: issued by this limiter's {@link Ticket.Issuer}, refunded exactly once, a foreign
- *       ticket routed to the fallback (whose own it may be) or {@link Refund#NO_EFFECT}; a refund that
- *       may have reached the store stays spent, one that certainly did not
- *       ({@link StoreNotReachedException}, or a step that wrote nothing) can be retried; a
- *       settlement (a refund of the unused part, or an {@link Step#OVERRUN}) follows the same rules;
+ *       ticket routed to the fallback (whose own it may be) or {@link Refund#NO_EFFECT}; the step
+ *       records the ticket's id as spent in the store, atomically with applying it, so a refund
+ *       that certainly did not reach the store ({@link StoreNotReachedException}, or a step that
+ *       wrote nothing) is {@link Refund#FAILED} and one whose outcome is unknown (a timeout after
+ *       sending) is {@link Refund#UNKNOWN}, and either may be retried: the retry is the one
+ *       application or no effect; a ticket past its life ({@link ReferenceModel#ticketExpiresAt})
+ *       has no effect; a settlement (a refund of the unused part, or an {@link Step#OVERRUN})
+ *       follows the same rules;
  *   <li>listener events: one decision event per acquire (a peek charges nothing and is no decision,
  *       as on the memory tier), one store-call event per step, one refund event per refund;
  *   <li>request coalescing, for a backend that can decide a batch ({@link #stepBatch}): acquires
@@ -121,12 +126,17 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
 
   /**
    * One atomic step against the store, finished by {@code deadlineNanos} ({@link System#nanoTime()}).
-   * {@code now} is the supplied clock reading, or {@link #STORE_CLOCK}. {@code stamp} is the ticket's
-   * (refunds). Throws for store trouble: {@link StoreNotReachedException} when nothing reached the
-   * store, any other exception when the outcome is unknown; an {@link IllegalArgumentException} is a
-   * programmer error and reaches the caller.
+   * {@code now} is the supplied clock reading, or {@link #STORE_CLOCK}. {@code ticket} is the ticket a
+   * {@link Step#REFUND} or {@link Step#OVERRUN} spends (null for acquires and peeks): the step applies
+   * its {@code permits} under the ticket's {@link Ticket#stamp() stamp}, and <b>in the same atomic
+   * operation</b> records the ticket's {@link Ticket#id() id} as spent for this budget, kept at least
+   * until {@link dev.sluice.model.ReferenceModel#ticketExpiresAt} (swept with the state); a ticket
+   * already recorded, or past that instant at {@code now}, changes nothing ({@code wrote} false).
+   * So a step retried after an unknown outcome applies at most once. Throws for store trouble:
+   * {@link StoreNotReachedException} when nothing reached the store, any other exception when the
+   * outcome is unknown; an {@link IllegalArgumentException} is a programmer error and reaches the caller.
    */
-  protected abstract StepResult step(P plan, Step step, String key, long permits, long stamp, long now, long deadlineNanos)
+  protected abstract StepResult step(P plan, Step step, String key, long permits, Ticket ticket, long now, long deadlineNanos)
       throws Exception;
 
   /**
@@ -134,10 +144,10 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
    * decision at the deadline itself and then cancels the returned future. The default runs
    * {@link #step} on the calling thread.
    */
-  protected CompletableFuture<StepResult> stepAsync(P plan, Step step, String key, long permits, long stamp, long now,
+  protected CompletableFuture<StepResult> stepAsync(P plan, Step step, String key, long permits, Ticket ticket, long now,
                                                     long deadlineNanos) {
     try {
-      return CompletableFuture.completedFuture(this.step(plan, step, key, permits, stamp, now, deadlineNanos));
+      return CompletableFuture.completedFuture(this.step(plan, step, key, permits, ticket, now, deadlineNanos));
     } catch (Exception e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -370,7 +380,12 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     return r;
   }
 
-  /** One refund or settlement step for a claimed ticket; releases the claim when nothing was applied for sure. */
+  /**
+   * One refund or settlement step for a claimed ticket. The claim is released whenever the ticket
+   * may be retried: nothing was applied for sure ({@link Refund#FAILED}), or the outcome is unknown
+   * ({@link Refund#UNKNOWN}: the store's spent record, written in the step itself, keeps a retry from
+   * applying twice).
+   */
   private Refund spend(Ticket ticket, Step step, long permits, long now) {
     boolean settling = step == Step.OVERRUN || permits != Math.min(ticket.permits(), ticket.policy().limit());
     Policy p = ticket.policy();
@@ -378,12 +393,15 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
       issuer.release(ticket);
       return Refund.FAILED;
     }
+    if (now != STORE_CLOCK && !ReferenceModel.ticketLive(p.algorithm(), ticket.stamp(), now)) {
+      return Refund.NO_EFFECT; // its life ended: no store records it any longer, so nothing may apply it
+    }
     P plan = plan(p);
     long start = nanoTime();
     Throwable error = null;
     Refund result;
     try {
-      StepResult r = step(plan, step, ticket.key(), permits, ticket.stamp(), now, start + timeoutNanos);
+      StepResult r = step(plan, step, ticket.key(), permits, ticket, now, start + timeoutNanos);
       if (r.failure() != null) {
         issuer.release(ticket); // corrupt state, clock or contention: the step wrote nothing
         result = Refund.FAILED;
@@ -392,15 +410,14 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
       }
     } catch (Exception e) {
       error = caught(e);
-      if (error instanceof StoreNotReachedException) {
-        issuer.release(ticket); // nothing was sent: the ticket stays usable
-      } // else the step may have run: keep the ticket spent, so a retry can never apply twice
-      result = Refund.FAILED;
+      issuer.release(ticket); // a retry is the one application or no effect: the store keeps the spent record
+      result = error instanceof StoreNotReachedException ? Refund.FAILED : Refund.UNKNOWN;
     }
     reportStoreCall(p, start, error);
     if (error != null) {
-      LOG.log(System.Logger.Level.WARNING, (settling ? "settlement" : "refund") + " for policy '" + p.name()
-          + "' failed; " + (settling ? "the reservation stays the charge: " : "the limiter stays stricter: ") + error);
+      LOG.log(System.Logger.Level.WARNING, (settling ? "settlement" : "refund") + " for policy '" + p.name() + "' "
+          + (result == Refund.FAILED ? "failed; " + (settling ? "the reservation stays the charge: " : "the limiter stays stricter: ")
+          : "has an unknown outcome; a retry applies it at most once: ") + error);
     }
     return result;
   }
@@ -433,7 +450,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     StepResult r = null;
     Throwable error = null;
     try {
-      r = step(plan, step, key, permits, 0, now, start + timeoutNanos);
+      r = step(plan, step, key, permits, null, now, start + timeoutNanos);
     } catch (IllegalArgumentException e) {
       throw e; // a programmer error the backend found (a blank tenant, say): never a store failure
     } catch (Exception e) {
@@ -548,7 +565,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     /**
      * Issue and accept tickets with {@code issuer} instead of the limiter's own, so that limiters
      * sharing one store on purpose accept each other's tickets (the rate-limit service does, behind
-     * its signed tickets). A ticket still refunds once per ticket object.
+     * its signed tickets). A ticket still changes its budget once: the store records it as spent.
      */
     public B issuer(Ticket.Issuer issuer) {
       this.issuer = Checks.notNull("issuer", issuer);

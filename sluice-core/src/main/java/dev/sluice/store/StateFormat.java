@@ -2,6 +2,8 @@ package dev.sluice.store;
 
 import dev.sluice.Algorithm;
 import dev.sluice.internal.Checks;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The text a {@link VersionedStoreRateLimiter} stores as a record's value: the reference model's
@@ -27,6 +29,13 @@ import dev.sluice.internal.Checks;
  *       window; {@code state2} is 0 except for the sliding window (previous count); {@code writtenAt}
  *       is positive.
  * </ul>
+ * Then, optionally, the tickets applied to this budget and still alive (issue 26), each
+ * {@code ;<ticket id>@<end of its life>}: 32 lowercase hexadecimal digits and a positive decimal, at
+ * most {@link #MAX_SPENT} of them. A refund or settlement writes its ticket's id in the same
+ * compare-and-set that applies it, so a retry finds it and changes nothing.
+ * <pre>
+ *   s1|fixed-window|1767225600000000|3|0|1767225600250000;0f1e2d3c4b5a69788796a5b4c3d2e1f0@1767225602000000
+ * </pre>
  * Anything else, including extra or missing fields, whitespace or a sign, is malformed and is refused
  * with {@code Reason.CORRUPT_STATE}: a record Sluice did not write is never trusted.
  */
@@ -45,12 +54,107 @@ final class StateFormat {
 
   private static final String[] IDS = {"fixed-window", "sliding-window", "token-bucket", "gcra"};
 
+  private static final int SPENT_ENTRY = 1 + 32 + 1 + 16;
+  /**
+   * Most live spent tickets one record keeps, as many as fit a value of
+   * {@link dev.sluice.spi.VersionedStore#MAX_VALUE_LENGTH} after the longest state (3): past it the
+   * one whose life ends first is dropped. So a retry after an unknown outcome applies once as long
+   * as fewer than 3 other tickets were applied to the key in between; a backend with a spent store
+   * of its own (Redis, PostgreSQL) has no such bound.
+   */
+  static final int MAX_SPENT = (dev.sluice.spi.VersionedStore.MAX_VALUE_LENGTH - MAX_LENGTH) / SPENT_ENTRY;
+
   private StateFormat() {}
 
   static String encode(Algorithm alg, long[] st, long writtenAt) {
-    return new StringBuilder(96).append(VERSION_TAG).append('|').append(alg.id())
+    return encode(alg, st, writtenAt, "");
+  }
+
+  /** The record's value with {@code spent} ({@link #spentTail} form, possibly empty) after the state. */
+  static String encode(Algorithm alg, long[] st, long writtenAt, String spent) {
+    return new StringBuilder(96 + spent.length()).append(VERSION_TAG).append('|').append(alg.id())
         .append('|').append(st[0]).append('|').append(st[1]).append('|').append(st[2])
-        .append('|').append(writtenAt).toString();
+        .append('|').append(writtenAt).append(spent).toString();
+  }
+
+  /** The spent tickets of a well-formed value: from its first {@code ';'} on, or empty. */
+  static String spentTail(String value) {
+    int semi = value == null ? -1 : value.indexOf(';');
+    return semi < 0 ? "" : value.substring(semi);
+  }
+
+  /** Whether {@code tail} records ticket {@code id} alive at {@code now}. */
+  static boolean spent(String tail, String id, long now) {
+    int at = tail.indexOf(";" + id + "@");
+    if (at < 0) {
+      return false;
+    }
+    int end = tail.indexOf(';', at + 1);
+    return parse(tail, at + 34, end < 0 ? tail.length() : end) > now;
+  }
+
+  /**
+   * {@code tail} without the tickets dead at {@code now}, plus {@code id} alive until {@code ends};
+   * when {@link #MAX_SPENT} live tickets are kept already, the one whose life ends first makes room.
+   */
+  static String spend(String tail, String id, long ends, long now) {
+    List<String> live = new ArrayList<>(MAX_SPENT + 1);
+    int earliest = -1;
+    long earliestEnd = Long.MAX_VALUE;
+    for (int p = 0; p < tail.length(); ) {
+      int end = tail.indexOf(';', p + 1);
+      end = end < 0 ? tail.length() : end;
+      long e = parse(tail, p + 34, end);
+      if (e > now) {
+        if (e < earliestEnd) {
+          earliestEnd = e;
+          earliest = live.size();
+        }
+        live.add(tail.substring(p, end));
+      }
+      p = end;
+    }
+    if (live.size() >= MAX_SPENT) {
+      live.remove(earliest);
+    }
+    StringBuilder b = new StringBuilder(tail.length() + SPENT_ENTRY);
+    live.forEach(b::append);
+    return b.append(';').append(id).append('@').append(ends).toString();
+  }
+
+  /** The latest end of life among {@code tail}'s tickets; 0 when none. */
+  static long latestEnd(String tail) {
+    long latest = 0;
+    for (int p = 0; p < tail.length(); ) {
+      int end = tail.indexOf(';', p + 1);
+      end = end < 0 ? tail.length() : end;
+      latest = Math.max(latest, parse(tail, p + 34, end));
+      p = end;
+    }
+    return latest;
+  }
+
+  /** Whether {@code tail} is empty or well-formed spent tickets, at most {@link #MAX_SPENT}. */
+  private static boolean wellFormedTail(String tail) {
+    int n = 0;
+    for (int p = 0; p < tail.length(); n++) {
+      if (n >= MAX_SPENT || tail.charAt(p) != ';' || tail.length() < p + 35 || tail.charAt(p + 33) != '@') {
+        return false;
+      }
+      for (int i = p + 1; i < p + 33; i++) {
+        char c = tail.charAt(i);
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+          return false;
+        }
+      }
+      int end = tail.indexOf(';', p + 1);
+      end = end < 0 ? tail.length() : end;
+      if (parse(tail, p + 34, end) <= 0) {
+        return false;
+      }
+      p = end;
+    }
+    return true;
   }
 
   /**
@@ -59,6 +163,13 @@ final class StateFormat {
    * {@code st} is meaningful only on {@code OK}.
    */
   static int decode(Algorithm alg, String value, long[] st, long[] meta) {
+    int semi = value == null ? -1 : value.indexOf(';');
+    if (semi >= 0) {
+      if (value.length() - semi > MAX_SPENT * SPENT_ENTRY || !wellFormedTail(value.substring(semi))) {
+        return MALFORMED;
+      }
+      value = value.substring(0, semi);
+    }
     if (value == null || value.length() > MAX_LENGTH || !value.startsWith("s1|")) {
       return MALFORMED;
     }

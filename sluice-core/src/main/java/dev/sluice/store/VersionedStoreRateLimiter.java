@@ -180,11 +180,17 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
    * read when the step changed the state, retrying a lost race after a jittered pause. A refusal
    * and a peek write nothing.
    */
-  @Override protected StepResult step(Policy p, Step step, String key, long permits, long stamp, long now, long deadline) {
+  @Override protected StepResult step(Policy p, Step step, String key, long permits, Ticket ticket, long now, long deadline) {
     Algorithm alg = p.algorithm();
+    long stamp = ticket == null ? 0 : ticket.stamp();
     Outcome out = new Outcome();
     StepResult[] r = new StepResult[1];
-    casLoop(p, key, now, deadline, step == Step.REFUND || step == Step.OVERRUN, r, st -> {
+    casLoop(p, key, now, deadline, ticket, r, (st, spent) -> {
+      if (spent) { // this ticket was applied already (a retry after an unknown outcome): no effect
+        ReferenceModel.peek(alg, st, now, out);
+        r[0] = StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), 0, false);
+        return false;
+      }
       switch (step) {
         case ACQUIRE -> ReferenceModel.acquire(alg, st, now, permits, out);
         case PEEK -> ReferenceModel.peek(alg, st, now, out);
@@ -206,7 +212,7 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
     Algorithm alg = p.algorithm();
     Outcome out = new Outcome();
     StepResult[] rs = new StepResult[permits.length];
-    casLoop(p, key, now, deadline, false, rs, st -> {
+    casLoop(p, key, now, deadline, null, rs, (st, spent) -> {
       boolean wrote = false;
       for (int i = 0; i < permits.length; i++) {
         ReferenceModel.acquire(alg, st, now, permits[i], out);
@@ -218,9 +224,12 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
     return rs;
   }
 
-  /** Runs the model on a record's state; fills the results; true when it changed the state. */
+  /**
+   * Runs the model on a record's state; fills the results; true when it changed the state.
+   * {@code spent}: the step's ticket is recorded as applied already.
+   */
   private interface ModelRun {
-    boolean run(long[] state);
+    boolean run(long[] state, boolean spent);
   }
 
   /**
@@ -228,7 +237,8 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
    * changed the state; a lost race runs it again on the state that won. A failure (corrupt state,
    * clock, contention) fills every slot of {@code results}.
    */
-  private void casLoop(Policy p, String key, long now, long deadline, boolean refund, StepResult[] results, ModelRun run) {
+  private void casLoop(Policy p, String key, long now, long deadline, Ticket ticket, StepResult[] results, ModelRun run) {
+    boolean refund = ticket != null;
     Algorithm alg = p.algorithm();
     String partition = partition(p);
     String id = StoredId.key(p.name(), key);
@@ -247,12 +257,19 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
         Arrays.fill(results, bad);
         return;
       }
-      if (!run.run(st)) {
+      // A ticket's id is written in the same compare-and-set that applies it (issue 26), and kept
+      // (the record with it) until the ticket's life ends: a retry finds it and changes nothing.
+      String spent = rec == null ? "" : StateFormat.spentTail(rec.value());
+      if (!run.run(st, ticket != null && StateFormat.spent(spent, ticket.id(), now))) {
         return;
       }
+      if (ticket != null) {
+        spent = StateFormat.spend(spent, ticket.id(), ModelSteps.ticketExpiresAt(ticket), now);
+      }
       long expected = rec == null ? VersionedStore.ABSENT : rec.version();
-      String value = StateFormat.encode(alg, st, rec == null ? now : Math.max(now, meta[0]));
-      if (cas(p, partition, id, expected, value, ReferenceModel.expiresAt(alg, st), deadline)) {
+      String value = StateFormat.encode(alg, st, rec == null ? now : Math.max(now, meta[0]), spent);
+      long expiresAt = Math.max(ReferenceModel.expiresAt(alg, st), StateFormat.latestEnd(spent));
+      if (cas(p, partition, id, expected, value, expiresAt, deadline)) {
         return;
       }
       if (attempt >= maxRetries || !backoff(attempt, deadline)) {

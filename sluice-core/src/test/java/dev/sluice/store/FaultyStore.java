@@ -23,6 +23,8 @@ final class FaultyStore implements VersionedStore {
   final AtomicInteger deletes = new AtomicInteger();
   final AtomicLong lastDeadline = new AtomicLong();
   volatile Hook hook = (op, p, id, d) -> {};
+  /** When set, a compare-and-set is applied and then its answer is lost (thrown as a store failure). */
+  volatile boolean loseCasReply;
 
   @Override public StoredRecord read(String partition, String id, long deadlineNanos) {
     reads.incrementAndGet();
@@ -36,7 +38,11 @@ final class FaultyStore implements VersionedStore {
     writes.incrementAndGet();
     lastDeadline.set(deadlineNanos);
     hook.before("cas", partition, id, deadlineNanos);
-    return delegate.compareAndSet(partition, id, expectedVersion, value, newVersion, expiresAtMicros, deadlineNanos);
+    boolean done = delegate.compareAndSet(partition, id, expectedVersion, value, newVersion, expiresAtMicros, deadlineNanos);
+    if (loseCasReply) {
+      throw new dev.sluice.spi.StoreException("the reply was lost (the write " + (done ? "applied" : "did not apply") + ")");
+    }
+    return done;
   }
 
   @Override public List<StoredRecord> list(String partition, String afterId, int limit, long deadlineNanos) {

@@ -8,6 +8,7 @@ import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
+import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.spi.StoreException;
@@ -94,11 +95,37 @@ class VersionedStoreFailureTest {
         throw new StoreException("down");
       }
     };
-    assertThat(limiter.refund(u)).isEqualTo(Refund.FAILED);
-    assertThat(u.isSpent()).as("the write's outcome is unknown: a retry could give twice").isTrue();
+    assertThat(limiter.refund(u)).as("the write's outcome is unknown").isEqualTo(Refund.UNKNOWN);
     store.hook = (o, p, id, d) -> {};
-    assertThat(limiter.refund(u)).isEqualTo(Refund.NO_EFFECT);
     assertThat(limiter.peek("k").remaining()).isEqualTo(2);
+    assertThat(limiter.refund(u)).as("the write had not applied: the retry is the one application").isEqualTo(Refund.APPLIED);
+    assertThat(limiter.peek("k").remaining()).isEqualTo(3);
+  }
+
+  /**
+   * Issue 26, finding 3: a refund or settlement whose write applied but whose answer was lost was
+   * answered FAILED, and a retry applied it again. Now the answer is UNKNOWN, the ticket's id is
+   * written in the same compare-and-set, and a retry (of the same ticket object, or of one restored
+   * from its parts) changes nothing.
+   */
+  @Test
+  void aRefundOrSettlementWhoseAnswerWasLostIsUnknownAndItsRetryChangesNothing() {
+    FaultyStore store = new FaultyStore();
+    Ticket.Issuer issuer = new Ticket.Issuer();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0)).issuer(issuer).build();
+    Ticket t = limiter.tryAcquire("k").ticket().orElseThrow();
+    Ticket s = limiter.tryAcquire("k").ticket().orElseThrow();
+    limiter.tryAcquire("k");
+    assertThat(limiter.peek("k").remaining()).isZero();
+    store.loseCasReply = true;
+    assertThat(limiter.refund(t)).isEqualTo(Refund.UNKNOWN);
+    assertThat(limiter.settle(s, 0)).isEqualTo(Settlement.UNKNOWN);
+    store.loseCasReply = false;
+    assertThat(limiter.peek("k").remaining()).as("both applied once").isEqualTo(2);
+    assertThat(limiter.refund(t)).isEqualTo(Refund.NO_EFFECT);
+    assertThat(limiter.settle(s, 0)).isEqualTo(Settlement.NO_EFFECT);
+    assertThat(limiter.refund(issuer.restore(P, "k", 1, s.stamp(), s.id()))).isEqualTo(Refund.NO_EFFECT);
+    assertThat(limiter.peek("k").remaining()).as("and never twice").isEqualTo(2);
   }
 
   @Test

@@ -3,6 +3,7 @@ package dev.sluice.jdbc;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
+import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
 import dev.sluice.jdbc.PostgresCall.Op;
 import dev.sluice.jdbc.internal.SqlFailure;
@@ -116,9 +117,9 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   }
 
   /** The statement runs on the executor (so the deadline holds even for a sync call); this thread waits at most until the deadline. */
-  @Override protected StepResult step(Policy p, Step step, String key, long permits, long stamp, long now, long deadline)
+  @Override protected StepResult step(Policy p, Step step, String key, long permits, Ticket ticket, long now, long deadline)
       throws Exception {
-    return await(submit(call(p, step, key, permits, now, deadline), stamp), deadline);
+    return await(submit(call(p, step, key, permits, now, deadline), ticket), deadline);
   }
 
   /** Waits for {@code f} until the deadline; at the deadline it is cancelled, so a statement not yet started is never run. */
@@ -134,11 +135,11 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   }
 
   /** The statement on the executor, holding no caller thread. */
-  @Override protected CompletableFuture<StepResult> stepAsync(Policy p, Step step, String key, long permits, long stamp,
+  @Override protected CompletableFuture<StepResult> stepAsync(Policy p, Step step, String key, long permits, Ticket ticket,
                                                               long now, long deadline) {
     PostgresCall call = call(p, step, key, permits, now, deadline); // the tenant is read here, on the caller's thread
     try {
-      return submit(call, stamp);
+      return submit(call, ticket);
     } catch (StoreNotReachedException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -216,11 +217,11 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     return e instanceof SQLException ? SqlFailure.reason(e) : super.classify(e);
   }
 
-  private CompletableFuture<StepResult> submit(PostgresCall call, long stamp) {
+  private CompletableFuture<StepResult> submit(PostgresCall call, Ticket ticket) {
     return submit(call, () -> switch (call.op) {
       case ACQUIRE -> statements.acquire(call);
       case PEEK -> statements.peek(call);
-      case REFUND, OVERRUN -> StepResult.decided(false, 0, 0, 0, 0, statements.refund(call, stamp));
+      case REFUND, OVERRUN -> StepResult.decided(false, 0, 0, 0, 0, statements.refund(call, ticket));
       default -> throw new IllegalStateException("not a decision: " + call.op);
     }, corrupt -> corrupt);
   }

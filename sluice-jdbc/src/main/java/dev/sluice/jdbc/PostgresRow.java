@@ -12,6 +12,17 @@ import dev.sluice.internal.Checks;
  */
 final class PostgresRow {
   static final int ALG_FIXED = 1, ALG_SLIDING = 2, ALG_BUCKET = 3, ALG_GCRA = 4;
+  /**
+   * A spent ticket's row (issue 26): key {@code <key id>:t:<ticket id>} beside its budget's, no state,
+   * {@code expires_at} the end of the ticket's life. Never a budget: no decision reads it, the sweep
+   * deletes it once expired.
+   */
+  static final int ALG_SPENT = 0;
+
+  /** Whether row {@code r} is a spent ticket's ({@link #ALG_SPENT}), which the sweep deletes like an expired state. */
+  static String spentRow(String r) {
+    return "(" + r + ".alg = " + ALG_SPENT + " AND NOT " + r + ".pinned AND " + r + ".key_id LIKE '%:t:%')";
+  }
 
   /**
    * The rule as SQL over a row {@code $r}, with the core's bounds substituted once: state words are

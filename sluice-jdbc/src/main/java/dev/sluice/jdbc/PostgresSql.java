@@ -258,11 +258,12 @@ final class PostgresSql {
         + ", r.s0 AS s0, r.s1 AS s1, r.s2 AS s2";
     String st = refundStep(alg, l1);
     String sql = prefix()
-        + "WITH c AS (SELECT " + now() + " AS now" + durability() + ")\n"
+        + "WITH c AS (SELECT " + now() + " AS now" + durability() + "),\n"
+        + spend()
         + "UPDATE " + table + " AS r SET (s0, s1, s2, expires_at, version, updated_at) =\n"
         + "  (SELECT y.s0, y.s1, y.s2, y.exp, r.version + 1, c.now FROM (" + st + ") y)\n"
         + "FROM c WHERE " + pk("r.") + " AND r.alg = {alg} AND " + wellFormed("r") + "\n"
-        + "  AND (SELECT y.ok FROM (" + st + ") y)\n"
+        + "  AND EXISTS (SELECT 1 FROM spent) AND (SELECT y.ok FROM (" + st + ") y)\n"
         + "RETURNING r.version";
     return new Bound(sql);
   }
@@ -279,10 +280,11 @@ final class PostgresSql {
         + stateOf("r", "EXCLUDED.alg");
     String update = overrunStep(alg, updateL1);
     String sql = prefix()
-        + "WITH c AS (SELECT " + now() + " AS now" + durability() + ")\n"
+        + "WITH c AS (SELECT " + now() + " AS now" + durability() + "),\n"
+        + spend()
         + "INSERT INTO " + table + " AS r (tenant, policy_id, key_id, alg, p1, p2, p3, pinned, s0, s1, s2, expires_at, version, updated_at)\n"
         + "  SELECT " + tenant() + ", {pid}, {kid}, {alg}, {p1}, {p2}, {p3}, false, x.s0, x.s1, x.s2, x.exp, 1, c.now\n"
-        + "  FROM c, LATERAL (" + overrunStep(alg, insertL1) + ") x\n"
+        + "  FROM c, LATERAL (" + overrunStep(alg, insertL1) + ") x WHERE EXISTS (SELECT 1 FROM spent)\n"
         + "  ON CONFLICT (tenant, policy_id, key_id) DO UPDATE\n"
         + "  SET (s0, s1, s2, expires_at, alg, p1, p2, p3, version, updated_at) =\n"
         + "      (SELECT y.s0, y.s1, y.s2, y.exp, EXCLUDED.alg, y.p1, y.p2, y.p3, r.version + 1, EXCLUDED.updated_at FROM (" + update + ") y)\n"
@@ -290,6 +292,22 @@ final class PostgresSql {
         + "    AND (SELECT y.ok FROM (" + update + ") y)\n"
         + "RETURNING r.version";
     return new Bound(sql);
+  }
+
+  /**
+   * The refund's and overrun's first step (issue 26): records the ticket {@code {tid}} as spent for the
+   * budget, in the same statement (so the same transaction) that applies it, as a row of this table
+   * beside the budget's: key {@code <key id>:t:<ticket id>}, algorithm {@link PostgresRow#ALG_SPENT},
+   * expiring when the ticket's life {@code {tend}} ends (the sweep deletes it then; tenant mode's
+   * row-level security covers it as any row). Yields a row only for a live ticket not recorded before:
+   * the main statement applies only then. A concurrent statement for the same ticket waits on the
+   * primary key and then finds it recorded.
+   */
+  private String spend() {
+    return "spent AS (INSERT INTO " + table + " (tenant, policy_id, key_id, alg, p1, p2, p3, pinned, s0, s1, s2, expires_at, version, updated_at)\n"
+        + "  SELECT " + tenant() + ", {pid}, {kid} || ':t:' || {tid}, " + PostgresRow.ALG_SPENT + ", 0, 0, 0, false, 0, 0, 0, {tend}, 1, c.now\n"
+        + "  FROM c WHERE c.now < {tend}\n"
+        + "  ON CONFLICT (tenant, policy_id, key_id) DO NOTHING RETURNING 1)\n";
   }
 
   /** Whether the refund or overrun statement applied: it returns a row only then. */
@@ -347,7 +365,8 @@ final class PostgresSql {
     String scope = tenantMode ? "tenant = " + tenant() + " AND " : "";
     String sql = prefix()
         + "WITH c AS (SELECT " + now() + " AS now)\n"
-        + "SELECT r.tenant, r.policy_id, r.key_id, r.version, " + wellFormed("r") + " AS ok FROM " + table + " AS r, c\n"
+        + "SELECT r.tenant, r.policy_id, r.key_id, r.version, (" + wellFormed("r") + " OR " + PostgresRow.spentRow("r")
+        + ") AS ok FROM " + table + " AS r, c\n"
         + "WHERE " + scope + "(r.tenant, r.policy_id, r.key_id) > ({ctenant}, {cpid}, {ckid})"
         + " AND ((r.expires_at < c.now AND NOT r.pinned) OR (r.pinned AND NOT " + wellFormed("r") + "))\n"
         + "ORDER BY r.tenant, r.policy_id, r.key_id LIMIT {limit}";

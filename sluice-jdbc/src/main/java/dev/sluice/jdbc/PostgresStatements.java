@@ -6,6 +6,7 @@ import static dev.sluice.jdbc.PostgresRow.ALG_SLIDING;
 import dev.sluice.Algorithm;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
+import dev.sluice.Ticket;
 import dev.sluice.internal.ModelSteps;
 import dev.sluice.internal.StoredId;
 import dev.sluice.model.Outcome;
@@ -79,7 +80,7 @@ final class PostgresStatements {
     Outcome out = new Outcome();
     try (PreparedStatement ps = c.prepareStatement(sql.sql)) {
       for (int attempt = 1; ; attempt++) {
-        bind(ps, sql, call, pid, kid, alg, p.algorithm(), call.permits, 0);
+        bind(ps, sql, call, pid, kid, alg, p.algorithm(), call.permits, null);
         PostgresSql.AcquireRow row;
         try (ResultSet rs = mainResult(ps)) {
           row = PostgresSql.AcquireRow.read(rs);
@@ -90,7 +91,7 @@ final class PostgresStatements {
           Policy eff = w.pinned() ? PostgresRow.pinnedPolicy(p, alg, w.p1(), w.p2(), w.p3()) : p;
           long[] st = {w.s0(), w.s1(), w.s2()};
           ReferenceModel.peek(eff.algorithm(), st, row.now(), out);
-          long stamp = alg == ALG_FIXED || alg == ALG_SLIDING ? st[0] : 0;
+          long stamp = alg == ALG_FIXED || alg == ALG_SLIDING ? st[0] : row.now(); // the buckets: the acquire's instant
           return decided(StepResult.decided(true, out.remaining(), out.resetAt(), 0, stamp, true), eff, call.policy);
         }
         // Nothing written: a refusal, a malformed row, or a row pinned to another algorithm.
@@ -149,7 +150,7 @@ final class PostgresStatements {
             if (name.equals("ns")) {
               st.setArray(j, array);
             } else {
-              bindOne(st, j, name, call, pid, kid, alg, p.algorithm(), 0, 0);
+              bindOne(st, j, name, call, pid, kid, alg, p.algorithm(), 0, null);
             }
           });
           try (ResultSet r = mainResult(ps)) {
@@ -204,7 +205,7 @@ final class PostgresStatements {
   StepResult peek(PostgresCall call) throws SQLException {
     Policy p = call.policy;
     try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(peekSql.sql)) {
-      bind(ps, peekSql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), 1, 0);
+      bind(ps, peekSql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), 1, null);
       PostgresSql.PeekRow row;
       try (ResultSet rs = mainResult(ps)) {
         row = PostgresSql.PeekRow.read(rs);
@@ -227,11 +228,11 @@ final class PostgresStatements {
    * Gives a ticket's permits back ({@code REFUND}) or charges a settlement's overrun
    * ({@code OVERRUN}), in one statement; whether it applied.
    */
-  boolean refund(PostgresCall call, long stamp) throws SQLException {
+  boolean refund(PostgresCall call, Ticket ticket) throws SQLException {
     Policy p = call.policy;
     PostgresSql.Bound sql = (call.op == PostgresCall.Op.OVERRUN ? overrunSql : refundSql)[call.alg];
     try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(sql.sql)) {
-      bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, stamp);
+      bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, ticket);
       try (ResultSet rs = mainResult(ps)) {
         return PostgresSql.refundApplied(rs);
       }
@@ -293,7 +294,7 @@ final class PostgresStatements {
   private int update(PostgresSql.Bound sql, PostgresCall call) throws SQLException {
     Policy p = call.policy;
     try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(sql.sql)) {
-      bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, 0);
+      bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, null);
       return updateCount(ps);
     }
   }
@@ -316,12 +317,12 @@ final class PostgresStatements {
   }
 
   private static void bind(PreparedStatement ps, PostgresSql.Bound sql, PostgresCall call, String pid, String kid, int alg,
-                           Algorithm a, long n, long stamp) throws SQLException {
-    sql.bind(ps, (st, j, name) -> bindOne(st, j, name, call, pid, kid, alg, a, n, stamp));
+                           Algorithm a, long n, Ticket ticket) throws SQLException {
+    sql.bind(ps, (st, j, name) -> bindOne(st, j, name, call, pid, kid, alg, a, n, ticket));
   }
 
   private static void bindOne(PreparedStatement st, int j, String name, PostgresCall call, String pid, String kid, int alg,
-                              Algorithm a, long n, long stamp) throws SQLException {
+                              Algorithm a, long n, Ticket ticket) throws SQLException {
     switch (name) {
       case "now" -> st.setLong(j, call.now);
       case "tenant" -> st.setString(j, call.tenant);
@@ -332,7 +333,9 @@ final class PostgresStatements {
       case "p2" -> st.setLong(j, PostgresRow.param(a, 2));
       case "p3" -> st.setLong(j, PostgresRow.param(a, 3));
       case "n" -> st.setLong(j, n);
-      case "stamp" -> st.setLong(j, stamp);
+      case "stamp" -> st.setLong(j, ticket.stamp());
+      case "tid" -> st.setString(j, ticket.id());
+      case "tend" -> st.setLong(j, ModelSteps.ticketExpiresAt(ticket));
       default -> throw new IllegalStateException("unbound parameter " + name);
     }
   }

@@ -5,6 +5,7 @@ import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
+import dev.sluice.Ticket;
 import dev.sluice.tck.RateLimiterContract;
 import java.time.Duration;
 import java.util.Optional;
@@ -18,6 +19,10 @@ class PostgresConformanceTest extends RateLimiterContract {
     // A generous deadline: the kit checks exact decisions, and a loaded CI box must not turn a slow
     // commit into a TIMEOUT refusal. The deadline itself is tested in PostgresPrivateServerTest.
     return JdbcRateLimiter.builder(policy, db.ds()).table(db.table()).ticker(ticker).timeout(Duration.ofSeconds(20)).build();
+  }
+
+  @Override protected Optional<RateLimiter> newLimiterWithIssuer(Policy policy, Ticker ticker, Ticket.Issuer issuer) {
+    return Optional.of(JdbcRateLimiter.builder(policy, db.ds()).table(db.table()).ticker(ticker).timeout(Duration.ofSeconds(20)).issuer(issuer).build());
   }
 
   @Override protected boolean supports(Algorithm algorithm) {

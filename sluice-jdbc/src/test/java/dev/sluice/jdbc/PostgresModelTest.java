@@ -93,8 +93,11 @@ class PostgresModelTest {
           long stamp = stamps.remove(idx);
           long[] kst = model.computeIfAbsent(t.key(), k -> new long[3]);
           Refund r = limiter.refund(t);
-          ReferenceModel.refund(policy.algorithm(), kst, now, t.permits(), stamp, out);
-          assertThat(r).as(ctx).isEqualTo(out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT);
+          boolean live = ReferenceModel.ticketLive(policy.algorithm(), stamp, now); // past its life: no effect (issue 26)
+          if (live) {
+            ReferenceModel.refund(policy.algorithm(), kst, now, t.permits(), stamp, out);
+          }
+          assertThat(r).as(ctx).isEqualTo(live && out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT);
           assertThat(limiter.refund(t)).as("second refund of one ticket").isEqualTo(Refund.NO_EFFECT);
         } else if (op < 84) {
           limiter.reset(key);

@@ -5,6 +5,7 @@ import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
+import dev.sluice.Ticket;
 import dev.sluice.tck.RateLimiterContract;
 import java.time.Duration;
 import java.util.Optional;
@@ -26,6 +27,11 @@ class PostgresTenantConformanceTest extends RateLimiterContract {
     // A generous deadline, as in PostgresConformanceTest: the kit checks exact decisions.
     return JdbcRateLimiter.builder(policy, db.asRole()).table(db.table()).tenant(() -> TENANT).ticker(ticker)
         .timeout(Duration.ofSeconds(20)).build();
+  }
+
+  @Override protected Optional<RateLimiter> newLimiterWithIssuer(Policy policy, Ticker ticker, Ticket.Issuer issuer) {
+    return Optional.of(JdbcRateLimiter.builder(policy, db.asRole()).table(db.table()).tenant(() -> TENANT).ticker(ticker)
+        .timeout(Duration.ofSeconds(20)).issuer(issuer).build());
   }
 
   @Override protected boolean supports(Algorithm algorithm) {

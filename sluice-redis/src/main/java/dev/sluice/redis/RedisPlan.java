@@ -50,9 +50,12 @@ final class RedisPlan {
     return new RedisPlan(policy, RedisScript.SLIDING_LOG, Long.toString(sl.limit()), Long.toString(sl.windowMicros()));
   }
 
-  /** The script's ARGV: op, now ('' = server clock), permits, stamp, grace ms, then the parameters. */
-  String[] argv(String op, String now, long permits, long stamp, String graceMillis) {
-    return argv(op, now, Long.toString(permits), stamp, graceMillis);
+  /**
+   * The script's ARGV: op, now ('' = server clock), permits, stamp, grace ms, the end of the ticket's
+   * life (refunds and overruns, else 0), then the parameters.
+   */
+  String[] argv(String op, String now, long permits, long stamp, String graceMillis, long ticketEnds) {
+    return argv(op, now, Long.toString(permits), stamp, graceMillis, ticketEnds);
   }
 
   /** The ARGV of a batch ('b'): the permits of each request in order, separated by spaces. */
@@ -61,7 +64,7 @@ final class RedisPlan {
     for (long n : permits) {
       list.append(list.length() == 0 ? "" : " ").append(n);
     }
-    return argv("b", now, list.toString(), 0, graceMillis);
+    return argv("b", now, list.toString(), 0, graceMillis, 0);
   }
 
   /** Whether the script decides batches: every algorithm but the sliding log (a sorted set per request). */
@@ -69,14 +72,15 @@ final class RedisPlan {
     return !(policy.algorithm() instanceof Algorithm.SlidingLog);
   }
 
-  private String[] argv(String op, String now, String permits, long stamp, String graceMillis) {
-    String[] a = new String[5 + params.length];
+  private String[] argv(String op, String now, String permits, long stamp, String graceMillis, long ticketEnds) {
+    String[] a = new String[6 + params.length];
     a[0] = op;
     a[1] = now;
     a[2] = permits;
     a[3] = Long.toString(stamp);
     a[4] = graceMillis;
-    System.arraycopy(params, 0, a, 5, params.length);
+    a[5] = Long.toString(ticketEnds);
+    System.arraycopy(params, 0, a, 6, params.length);
     return a;
   }
 }

@@ -3,8 +3,10 @@ package dev.sluice.redis;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
+import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.ClockLag;
+import dev.sluice.internal.ModelSteps;
 import dev.sluice.internal.StoredId;
 import dev.sluice.spi.StepResult;
 import dev.sluice.spi.StoreBackedRateLimiter;
@@ -234,21 +236,39 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
     return RedisPlan.of(policy);
   }
 
-  @Override protected StepResult step(RedisPlan p, Step step, String key, long permits, long stamp, long now, long deadline)
+  @Override protected StepResult step(RedisPlan p, Step step, String key, long permits, Ticket ticket, long now, long deadline)
       throws Exception {
     if (lags(p, now, step != Step.PEEK)) {
       return LAGGING;
     }
-    return result(eval(p, key, p.argv(op(step), clockArg(now), permits, stamp, graceMillis), deadline));
+    return result(eval(p, keys(p, key, ticket), argv(p, step, permits, ticket, now), deadline));
+  }
+
+  /** The stored key, and for a ticket's step its spent key beside it (one hash tag: one Cluster slot). */
+  private static String[] keys(RedisPlan p, String key, Ticket ticket) {
+    String stored = storedKey(p.policy, key);
+    return ticket == null ? new String[] {stored} : new String[] {stored, spentKey(stored, ticket)};
+  }
+
+  /** Where a ticket applied to the budget stored at {@code stored} is recorded as spent. */
+  static String spentKey(String stored, Ticket ticket) {
+    return stored + ":t:" + ticket.id();
+  }
+
+  private String[] argv(RedisPlan p, Step step, long permits, Ticket ticket, long now) {
+    return ticket == null
+        ? p.argv(op(step), clockArg(now), permits, 0, graceMillis, 0)
+        : p.argv(op(step), clockArg(now), permits, ticket.stamp(), graceMillis,
+            ModelSteps.ticketExpiresAt(ticket));
   }
 
   /** The EVALSHA (and its EVAL on NOSCRIPT) without holding a thread; cancelling the result cancels the command. */
-  @Override protected CompletableFuture<StepResult> stepAsync(RedisPlan p, Step step, String key, long permits, long stamp,
+  @Override protected CompletableFuture<StepResult> stepAsync(RedisPlan p, Step step, String key, long permits, Ticket ticket,
                                                               long now, long deadline) {
     if (lags(p, now, step != Step.PEEK)) {
       return CompletableFuture.completedFuture(LAGGING);
     }
-    return mapped(evalAsync(p, key, p.argv(op(step), clockArg(now), permits, stamp, graceMillis)), RedisRateLimiter::result);
+    return mapped(evalAsync(p, keys(p, key, ticket), argv(p, step, permits, ticket, now)), RedisRateLimiter::result);
   }
 
   /** A coalesced batch: one EVALSHA of op 'b', deciding every request in order. */
@@ -257,7 +277,7 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
     if (lags(p, now, true)) {
       return lagging(permits.length);
     }
-    return results(eval(p, key, p.batchArgv(clockArg(now), permits, graceMillis), deadline), permits.length);
+    return results(eval(p, keys(p, key, null), p.batchArgv(clockArg(now), permits, graceMillis), deadline), permits.length);
   }
 
   @Override protected CompletableFuture<StepResult[]> stepBatchAsync(RedisPlan p, String scope, String key, long[] permits,
@@ -265,7 +285,7 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
     if (lags(p, now, true)) {
       return CompletableFuture.completedFuture(lagging(permits.length));
     }
-    return mapped(evalAsync(p, key, p.batchArgv(clockArg(now), permits, graceMillis)), r -> results(r, permits.length));
+    return mapped(evalAsync(p, keys(p, key, null), p.batchArgv(clockArg(now), permits, graceMillis)), r -> results(r, permits.length));
   }
 
   /**
@@ -291,9 +311,8 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
     return p.batches();
   }
 
-  private List<Object> eval(RedisPlan p, String key, String[] argv, long deadline) throws Exception {
+  private List<Object> eval(RedisPlan p, String[] keys, String[] argv, long deadline) throws Exception {
     RedisClusterAsyncCommands<String, String> c = commands();
-    String[] keys = {storedKey(p.policy, key)};
     try {
       return await(c.evalsha(p.script.sha, ScriptOutputType.MULTI, keys, argv), deadline);
     } catch (ExecutionException e) {
@@ -305,7 +324,7 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
     return await(c.eval(p.script.body, ScriptOutputType.MULTI, keys, argv), deadline);
   }
 
-  private CompletableFuture<List<Object>> evalAsync(RedisPlan p, String key, String[] argv) {
+  private CompletableFuture<List<Object>> evalAsync(RedisPlan p, String[] keys, String[] argv) {
     CompletableFuture<List<Object>> out = new CompletableFuture<>();
     RedisClusterAsyncCommands<String, String> c;
     try {
@@ -314,7 +333,6 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
       out.completeExceptionally(e);
       return out;
     }
-    String[] keys = {storedKey(p.policy, key)};
     RedisFuture<List<Object>> first = c.evalsha(p.script.sha, ScriptOutputType.MULTI, keys, argv);
     first.whenComplete((reply, e) -> {
       if (e != null && unwrap(e) instanceof RedisNoScriptException && !out.isDone()) {

@@ -1,7 +1,7 @@
--- Fixed window (ReferenceModel.fixedWindow). ARGV[6] limit, ARGV[7] window (us).
+-- Fixed window (ReferenceModel.fixedWindow). ARGV[7] limit, ARGV[8] window (us).
 -- State 'f<start>:<count>'.
-local limit = tonumber(ARGV[6])
-local w = tonumber(ARGV[7])
+local limit = tonumber(ARGV[7])
+local w = tonumber(ARGV[8])
 local st = load('f', 2)
 if st == nil then
   return CORRUPT

@@ -1,8 +1,8 @@
--- GCRA (ReferenceModel.gcra). ARGV[6] rate, ARGV[7] period (us), ARGV[8] burst. Work is counted in
+-- GCRA (ReferenceModel.gcra). ARGV[7] rate, ARGV[8] period (us), ARGV[9] burst. Work is counted in
 -- 1/rate microseconds; one request costs one period. State 'g<TAT whole us>:<TAT fraction, 1/rate us>'.
-local q = tonumber(ARGV[6])
-local p = tonumber(ARGV[7])
-local cap = tonumber(ARGV[8]) * p
+local q = tonumber(ARGV[7])
+local p = tonumber(ARGV[8])
+local cap = tonumber(ARGV[9]) * p
 local st = load('g', 2, 2 * fdiv(cap, q) + 1) -- a TAT with settlement debt: at most two bursts ahead
 if st == nil then
   return CORRUPT
@@ -37,7 +37,7 @@ local function step(n, charge)
     if charge then
       local after = d + need
       setDebt(after)
-      return {0, 1, fdiv(cap - after, p), now + cdiv(after, q), 0, 0, 1}
+      return {0, 1, fdiv(cap - after, p), now + cdiv(after, q), 0, now, 1} -- stamp: the acquire's instant (a ticket's life starts there)
     end
     return {0, 1, fdiv(cap - d, p), now + cdiv(d, q), 0, 0, 0}
   end

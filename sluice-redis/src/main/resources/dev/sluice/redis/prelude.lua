@@ -6,13 +6,16 @@
 -- fdiv corrects it by one with an exact remainder, so floor and ceiling are exact integers.
 --
 -- KEYS[1]  the stored key: sluice:{<StoredId.key(policy, key)>}
+-- KEYS[2]  'r' and 'o' only: the ticket's spent key, sluice:{<StoredId.key(policy, key)>}:t:<ticket id>
+--          (the budget's hash tag: the same Cluster slot as KEYS[1])
 -- ARGV[1]  'a' acquire, 'p' peek, 'r' refund, 'o' a settlement's overrun (ReferenceModel.settle),
 --          'b' a batch of acquires (coalesced requests)
 -- ARGV[2]  now in epoch microseconds, or '' to read the server clock (TIME)
 -- ARGV[3]  permits; for 'b' the permits of each request in arrival order, separated by spaces
--- ARGV[4]  ticket stamp (refund)
+-- ARGV[4]  ticket stamp (refund, overrun)
 -- ARGV[5]  extra milliseconds of TTL (grace for supplied clocks; 0 with the server clock)
--- ARGV[6..] algorithm parameters
+-- ARGV[6]  the instant the ticket's life ends (ReferenceModel.ticketExpiresAt; refund, overrun)
+-- ARGV[7..] algorithm parameters
 --
 -- Reply: {status, allowed, remaining, resetAt, retryAfter, stamp, wrote}; for 'b' those seven per
 -- request, one after the other (a corrupt state or bad clock: the seven of the failure, once)
@@ -59,6 +62,20 @@ end
 local permits = tonumber(ARGV[3])
 local stamp = tonumber(ARGV[4])
 local grace = tonumber(ARGV[5])
+
+-- A ticket changes its budget once, whatever the timing (issue 26): a refund or an overrun records
+-- the ticket as spent (KEYS[2]) in this same script, which Redis runs atomically, and keeps the
+-- record until the ticket's life ends (plus the grace). A ticket already recorded, or past its life,
+-- is answered as a peek: nothing written, no effect. So a script run twice (a reply lost and the
+-- command sent again, or a caller's retry after an unknown outcome) applies once.
+if op == 'r' or op == 'o' then
+  local ends = tonumber(ARGV[6])
+  if ends == nil or now >= ends or redis.call('EXISTS', KEYS[2]) == 1 then
+    op = 'p'
+  else
+    redis.call('SET', KEYS[2], '1', 'PX', str(cdiv(ends - now, 1000) + grace))
+  end
+end
 
 -- Reads the state: returns st (a 3-slot array, zeros = absent), or nil when the value is not a
 -- state Sluice wrote (wrong type, garbage). A state another algorithm wrote under the same policy

@@ -1,8 +1,8 @@
--- Token bucket (ReferenceModel.tokenBucket). ARGV[6] capacity, ARGV[7] refill tokens, ARGV[8] refill
+-- Token bucket (ReferenceModel.tokenBucket). ARGV[7] capacity, ARGV[8] refill tokens, ARGV[9] refill
 -- period (us). Tokens are kept scaled by the period. State 't<time of last update>:<scaled tokens>'.
-local capacity = tonumber(ARGV[6])
-local r = tonumber(ARGV[7])
-local p = tonumber(ARGV[8])
+local capacity = tonumber(ARGV[7])
+local r = tonumber(ARGV[8])
+local p = tonumber(ARGV[9])
 local full = capacity * p
 local st = load('t', 2, fdiv(full, r) + 1) -- a bucket a capacity in debt: its update time that far ahead
 if st == nil then
@@ -36,7 +36,7 @@ local function step(n, charge)
     if charge then
       local after = s - need
       st[1], st[2] = t, after
-      return {0, 1, fdiv(after, p), t + cdiv(full - after, r), 0, 0, 1}
+      return {0, 1, fdiv(after, p), t + cdiv(full - after, r), 0, now, 1} -- stamp: the acquire's instant (a ticket's life starts there)
     end
     return {0, 1, fdiv(s, p), t + cdiv(full - s, r), 0, 0, 0}
   end

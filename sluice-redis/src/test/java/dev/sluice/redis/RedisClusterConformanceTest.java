@@ -7,6 +7,7 @@ import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
+import dev.sluice.Ticket;
 import dev.sluice.tck.RateLimiterContract;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.cluster.RedisClusterClient;
@@ -65,6 +66,11 @@ class RedisClusterConformanceTest extends RateLimiterContract {
   @Override protected RateLimiter newLimiter(Policy policy, Ticker ticker) {
     return RedisRateLimiter.builder(policy, client).ticker(ticker).timeout(Duration.ofSeconds(10)) // decisions, not latency
         .expiryGrace(RedisConformanceTest.KIT_GRACE).build();
+  }
+
+  @Override protected Optional<RateLimiter> newLimiterWithIssuer(Policy policy, Ticker ticker, Ticket.Issuer issuer) {
+    return Optional.of(RedisRateLimiter.builder(policy, client).ticker(ticker).timeout(Duration.ofSeconds(10))
+        .expiryGrace(RedisConformanceTest.KIT_GRACE).issuer(issuer).build());
   }
 
   @Override protected RateLimiter newLimiterWithShortExpiry(Policy policy, Ticker ticker) {

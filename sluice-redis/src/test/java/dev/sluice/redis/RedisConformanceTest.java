@@ -4,6 +4,7 @@ import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
+import dev.sluice.Ticket;
 import dev.sluice.tck.RateLimiterContract;
 import io.lettuce.core.RedisClient;
 import java.time.Duration;
@@ -26,6 +27,11 @@ class RedisConformanceTest extends RateLimiterContract {
     // readings from lagging (RedisRateLimiter.Builder.expiryGrace).
     return RedisRateLimiter.builder(policy, SharedRedis.client()).ticker(ticker)
         .timeout(Duration.ofSeconds(10)).expiryGrace(KIT_GRACE).build();
+  }
+
+  @Override protected Optional<RateLimiter> newLimiterWithIssuer(Policy policy, Ticker ticker, Ticket.Issuer issuer) {
+    return Optional.of(RedisRateLimiter.builder(policy, SharedRedis.client()).ticker(ticker).timeout(Duration.ofSeconds(10))
+        .expiryGrace(KIT_GRACE).issuer(issuer).build());
   }
 
   @Override protected RateLimiter newLimiterWithShortExpiry(Policy policy, Ticker ticker) {

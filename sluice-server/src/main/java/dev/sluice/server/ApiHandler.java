@@ -307,7 +307,7 @@ final class ApiHandler extends Handler.Abstract {
   private void answer(Response response, Callback callback, Entry e, String key, Decision d) {
     long now = ticker.nowMicros();
     String ticket = d.ticket()
-        .map(t -> tickets.encode(e.policy().name(), key, t.permits(), t.stamp(), now))
+        .map(t -> tickets.encode(e.policy().name(), key, t.permits(), t.stamp(), now, t.id()))
         .orElse(null);
     HttpVerdict verdict = HttpVerdict.of(d, null, key, now, headers);
     if (verdict.allowed()) {
@@ -349,9 +349,12 @@ final class ApiHandler extends Handler.Abstract {
         case APPLIED -> "permits returned";
         case NO_EFFECT -> "nothing to give back: the window rolled or the bucket is full";
         case FAILED -> "the store could not be updated; the limiter stays stricter";
+        case UNKNOWN -> "the store did not answer in time; the refund may have been applied";
       };
-      if (result == Refund.FAILED) {
-        spent.unmark(c.mac());
+      if (result == Refund.FAILED || result == Refund.UNKNOWN) {
+        // Not applied, or not known: the store recorded the ticket as spent in the step that applied
+        // it (if it did), so a retry is the one application or no_effect; the client may retry.
+        spent.unmark(c.ticketId());
       }
     }
     e.meters().refund(result);
@@ -363,7 +366,7 @@ final class ApiHandler extends Handler.Abstract {
       g.writeStringField("detail", detail);
       g.writeEndObject();
     });
-    send(response, callback, result == Refund.FAILED ? 503 : 200, out);
+    send(response, callback, result == Refund.FAILED || result == Refund.UNKNOWN ? 503 : 200, out);
   }
 
   /**
@@ -389,9 +392,10 @@ final class ApiHandler extends Handler.Abstract {
         case APPLIED -> actual < c.permits() ? "unused permits returned" : "overrun charged";
         case NO_EFFECT -> "nothing changed: the actual equals the reservation, or the window rolled before the rest could go back";
         case FAILED -> "the store could not be updated; the reservation stays the charge";
+        case UNKNOWN -> "the store did not answer in time; the settlement may have been applied";
       };
-      if (result == Settlement.FAILED) {
-        spent.unmark(c.mac());
+      if (result == Settlement.FAILED || result == Settlement.UNKNOWN) {
+        spent.unmark(c.ticketId()); // as for a refund: the store's spent record keeps a retry to one application
       }
     }
     String out = write(g -> {
@@ -403,7 +407,7 @@ final class ApiHandler extends Handler.Abstract {
       g.writeStringField("detail", detail);
       g.writeEndObject();
     });
-    send(response, callback, result == Settlement.FAILED ? 503 : 200, out);
+    send(response, callback, result == Settlement.FAILED || result == Settlement.UNKNOWN ? 503 : 200, out);
   }
 
   /** The configured entry a ticket names; 400 when its policy is no longer configured. */
@@ -417,7 +421,7 @@ final class ApiHandler extends Handler.Abstract {
 
   /** The limiter's own ticket for what a service ticket claims: what its refund or settlement spends. */
   private Ticket ticketOf(Entry e, TicketCodec.Claims c) {
-    return store.issuer.issue(e.policy(), c.key(), c.permits(), c.stamp());
+    return store.issuer.restore(e.policy(), c.key(), c.permits(), c.stamp(), c.ticketId());
   }
 
   /** Why a ticket may not be spent now: {@code failed} (503, try again) or not (no effect, final). */
@@ -434,7 +438,7 @@ final class ApiHandler extends Handler.Abstract {
     if (now >= expiresAt) {
       return new Refused(false, expired);
     }
-    return switch (spent.mark(c.mac(), expiresAt, now)) {
+    return switch (spent.mark(c.ticketId(), expiresAt, now)) {
       case ALREADY_SPENT -> new Refused(false, alreadySpent);
       case FULL -> new Refused(true, full);
       case FAILED -> new Refused(true, "the store could not record the ticket as spent; refused to stay strict, retry later");

@@ -86,7 +86,7 @@ final class RedisStore extends Store {
   }
 
   /**
-   * Spent tickets as Redis keys {@code sluice:spent:<signature>}, set with {@code SET NX} and a TTL to
+   * Spent tickets as Redis keys {@code sluice:spent:<ticket id>}, set with {@code SET NX} and a TTL to
    * the ticket's expiry, so that of all instances exactly one marks a ticket, and Redis forgets it
    * when it could no longer refund anyway.
    */

@@ -3,7 +3,7 @@ package dev.sluice.server;
 /**
  * The tickets already refunded, so that a ticket refunds once: in the process on the memory store
  * ({@link SpentTickets}), and in the shared store itself on Redis and PostgreSQL, so that a ticket
- * refunds once across every instance behind a load balancer. A ticket is named by its signature.
+ * refunds once across every instance behind a load balancer. A ticket is named by its id (issue 26: never its text).
  */
 interface SpentSet {
   /** What marking a ticket found. */

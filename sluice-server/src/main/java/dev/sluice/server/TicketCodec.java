@@ -15,9 +15,13 @@ import javax.crypto.spec.SecretKeySpec;
 /**
  * Refund tickets as opaque strings a client can hold but cannot forge or alter.
  *
- * <p>A ticket is {@code base64url(payload) "." base64url(HMAC-SHA256(secret, payload))}. The payload
- * names the signing key's id, the policy, the budget, the permits, the stamp (the window or log entry
- * they were counted in) and when it was issued. On a shared store the budget is the key's stored id
+ * <p>A ticket is {@code base64url(payload) "." base64url(HMAC-SHA256(secret, payload))}, both parts
+ * unpadded and decoded strictly: a part whose canonical encoding is not exactly its text (a trailing
+ * {@code =}, other unused bits in the last character) is malformed, so a ticket has one spelling
+ * (issue 26, finding 4). The payload names the signing key's id, the policy, the budget, the permits,
+ * the stamp (the window or log entry they were counted in), when it was issued, and the ticket's
+ * 128-bit id ({@link dev.sluice.Ticket#id()}): the identity the spent records are keyed by, here and in
+ * the store. On a shared store the budget is the key's stored id
  * ({@link StoredId#key}, 32 bytes), so a ticket is under 200 characters whatever the key's length
  * (a 50,000-character key once made a ticket whose refund body exceeded the 64 KiB cap); on the
  * memory store, keyed by the raw key, it is the key itself, at most {@code --max-key-length}
@@ -27,7 +31,7 @@ import javax.crypto.spec.SecretKeySpec;
  * optimisation, a limiter without it is stricter, never weaker).
  */
 final class TicketCodec {
-  private static final byte VERSION = 3;
+  private static final byte VERSION = 4;
   private static final byte RAW_KEY = 0;
   private static final byte STORED_ID = 1;
   /**
@@ -43,9 +47,10 @@ final class TicketCodec {
 
   /**
    * The decoded contents of a verified ticket; {@code key} is the one to refund under (the raw key,
-   * or on a shared store the {@link StoredId#standIn} of its id); {@code mac} identifies it in the spent set.
+   * or on a shared store the {@link StoredId#standIn} of its id); {@code ticketId} is its identity
+   * ({@link dev.sluice.Ticket#id()}), which keys the spent records whatever the ticket's spelling.
    */
-  record Claims(String policy, String key, long permits, long stamp, long issuedAtMicros, String mac) {}
+  record Claims(String policy, String key, long permits, long stamp, long issuedAtMicros, String ticketId) {}
 
   private final TicketKeys keys;
   private final byte[] signingId;
@@ -71,12 +76,12 @@ final class TicketCodec {
     return keys.shared();
   }
 
-  String encode(String policy, String key, long permits, long stamp, long issuedAtMicros) {
+  String encode(String policy, String key, long permits, long stamp, long issuedAtMicros, String ticketId) {
     byte[] p = policy.getBytes(StandardCharsets.UTF_8);
     byte[] k = storedIds ? HEX.parseHex(StoredId.key(policy, key)) : key.getBytes(StandardCharsets.UTF_8);
-    ByteBuffer b = ByteBuffer.allocate(1 + 1 + signingId.length + 8 + 8 + 8 + 2 + p.length + 1 + 4 + k.length);
+    ByteBuffer b = ByteBuffer.allocate(1 + 1 + signingId.length + 8 + 8 + 8 + 16 + 2 + p.length + 1 + 4 + k.length);
     b.put(VERSION).put((byte) signingId.length).put(signingId).putLong(permits).putLong(stamp).putLong(issuedAtMicros)
-        .putShort((short) p.length).put(p).put(storedIds ? STORED_ID : RAW_KEY).putInt(k.length).put(k);
+        .put(HEX.parseHex(ticketId)).putShort((short) p.length).put(p).put(storedIds ? STORED_ID : RAW_KEY).putInt(k.length).put(k);
     byte[] payload = b.array();
     return B64.encodeToString(payload) + '.' + B64.encodeToString(macs.get(keys.signingId()).get().doFinal(payload));
   }
@@ -97,8 +102,8 @@ final class TicketCodec {
       if (dot < 1 || dot != ticket.lastIndexOf('.')) {
         throw new IllegalArgumentException("no single '.'");
       }
-      payload = B64D.decode(ticket.substring(0, dot));
-      mac = B64D.decode(ticket.substring(dot + 1));
+      payload = strict(ticket.substring(0, dot));
+      mac = strict(ticket.substring(dot + 1));
     } catch (IllegalArgumentException e) {
       throw malformed();
     }
@@ -124,6 +129,8 @@ final class TicketCodec {
       long permits = b.getLong();
       long stamp = b.getLong();
       long issuedAt = b.getLong();
+      byte[] tid = new byte[16];
+      b.get(tid);
       byte[] p = new byte[b.getShort()];
       b.get(p);
       byte kind = b.get();
@@ -134,10 +141,26 @@ final class TicketCodec {
         case STORED_ID -> StoredId.standIn(HEX.formatHex(k));
         default -> throw malformed();
       };
-      return new Claims(new String(p, StandardCharsets.UTF_8), key, permits, stamp, issuedAt, ticket.substring(dot + 1));
+      if (b.hasRemaining()) {
+        throw malformed();
+      }
+      return new Claims(new String(p, StandardCharsets.UTF_8), key, permits, stamp, issuedAt, HEX.formatHex(tid));
     } catch (RuntimeException e) {
       throw malformed();
     }
+  }
+
+  /**
+   * Decodes one unpadded base64url part, refusing every spelling but the canonical one: Java's
+   * decoder accepts a trailing {@code =} and ignores the unused low bits of the last character, so
+   * one ticket had up to eight spellings, each of which verified (issue 26, finding 4).
+   */
+  private static byte[] strict(String part) {
+    byte[] bytes = B64D.decode(part);
+    if (!B64.encodeToString(bytes).equals(part)) {
+      throw new IllegalArgumentException("not canonical base64url");
+    }
+    return bytes;
   }
 
   private static IllegalArgumentException malformed() {

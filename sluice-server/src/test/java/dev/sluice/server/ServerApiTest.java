@@ -132,7 +132,7 @@ class ServerApiTest {
     assertThat(acquire("login", "alice", 1).statusCode()).isEqualTo(429);
 
     // Forged: signed with another secret. Altered: another key under the genuine signature.
-    String forged = new TicketCodec().encode("login", "mallory", 3, T0, T0);
+    String forged = new TicketCodec().encode("login", "mallory", 3, T0, T0, "0123456789abcdef0123456789abcdef");
     String altered = forged.substring(0, forged.indexOf('.')) + ticket.substring(ticket.indexOf('.'));
     for (String bad : List.of(forged, altered, "nonsense", ticket + "x", "a.b.c")) {
       HttpResponse<String> f = http.post("/v1/refund", "{\"ticket\":\"" + bad + "\"}");

@@ -15,9 +15,9 @@ class TicketKeysTest {
     TicketCodec before = new TicketCodec(TicketKeys.parse("2024-01:" + A, "test"), false);
     TicketCodec during = new TicketCodec(TicketKeys.parse("2024-06:" + B + "\n2024-01:" + A, "test"), false);
     TicketCodec after = new TicketCodec(TicketKeys.parse("2024-06:" + B, "test"), false);
-    String old = before.encode("login", "alice", 2, 7, 9);
+    String old = before.encode("login", "alice", 2, 7, 9, "0123456789abcdef0123456789abcdef");
     assertThat(during.decode(old).key()).isEqualTo("alice");
-    String fresh = during.encode("login", "bob", 1, 7, 9);
+    String fresh = during.encode("login", "bob", 1, 7, 9, "fedcba9876543210fedcba9876543210");
     assertThat(after.decode(fresh).permits()).isEqualTo(1);
     assertThatThrownBy(() -> after.decode(old)).hasMessage("ticket signature does not verify: the ticket was altered, or was signed"
         + " with a key this server does not hold (its keys are 2024-06)");

@@ -219,6 +219,46 @@ public abstract non-sealed class RateLimiterContract extends BoundCases {
     assertThat(l.refund(real)).isEqualTo(Refund.NO_EFFECT);
   }
 
+  /**
+   * Issue 26, finding 5: two memory limiters built with one {@link Ticket.Issuer}, and B refunded A's
+   * ticket: APPLIED when B had state for the key, giving B permits it never charged; NO_EFFECT but
+   * spending the ticket when it had none, so A could no longer refund it. A ticket refunds only into
+   * the budget that charged it, whoever holds the issuer: limiters that share a store share that
+   * budget (B's refund is A's, once); limiters that do not (memory) leave B's budget alone and the
+   * ticket refundable by A.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  void sharedIssuerRefundsOnlyIntoTheBudgetThatChargedTheTicket(String algorithm) {
+    Policy p = policy(alg(algorithm), 5);
+    assumeTrue(supports(p.algorithm()), "backend does not implement " + p.algorithm().id());
+    ManualTicker ticker = newTicker();
+    Ticket.Issuer issuer = new Ticket.Issuer();
+    RateLimiter a = newLimiterWithIssuer(p, ticker, issuer).map(this::released).orElse(null);
+    assumeTrue(a != null, "backend takes no issuer");
+    RateLimiter b = released(newLimiterWithIssuer(p, ticker, issuer).orElseThrow());
+    Ticket fromA = a.tryAcquire("k", 2).ticket().orElseThrow();
+    assertThat(b.tryAcquire("k", 1).allowed()).isTrue();
+    boolean shared = a.peek("k").remaining() == 2; // B's acquire landed in A's budget: one store
+    long aBefore = a.peek("k").remaining();
+    long bBefore = b.peek("k").remaining();
+
+    Refund byB = b.refund(fromA);
+    Refund byA = a.refund(fromA);
+
+    if (shared) {
+      assertThat(byB).as("B refunds into the one budget that charged the ticket").isEqualTo(Refund.APPLIED);
+      assertThat(byA).as("and only once").isEqualTo(Refund.NO_EFFECT);
+      assertThat(a.peek("k").remaining()).isEqualTo(aBefore + 2);
+    } else {
+      assertThat(byB).as("B never charged the ticket").isEqualTo(Refund.NO_EFFECT);
+      assertThat(b.peek("k").remaining()).as("B's budget is unchanged").isEqualTo(bBefore);
+      assertThat(byA).as("the ticket stayed A's to refund").isEqualTo(Refund.APPLIED);
+      assertThat(a.peek("k").remaining()).isEqualTo(aBefore + 2);
+      assertThat(b.settle(fromA, 0)).isEqualTo(dev.sluice.Settlement.NO_EFFECT);
+    }
+  }
+
   // ------------------------------------------------------------------------------------------
   // Decisions at the edges.
   // ------------------------------------------------------------------------------------------

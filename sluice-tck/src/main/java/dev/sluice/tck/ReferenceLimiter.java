@@ -62,9 +62,9 @@ public final class ReferenceLimiter {
         : out.refusal(p);
   }
 
-  /** A refund of a ticket this oracle issued, once; any other ticket is {@link Refund#NO_EFFECT}. */
+  /** A refund of a ticket this oracle issued, once, within its life; any other ticket is {@link Refund#NO_EFFECT}. */
   public Refund refund(Ticket t, long now) {
-    if (!issuer.claim(t)) {
+    if (t == null || !ReferenceModel.ticketLive(t.policy().algorithm(), t.stamp(), now) || !issuer.claim(t)) {
       return Refund.NO_EFFECT;
     }
     Outcome out = new Outcome();
@@ -87,7 +87,7 @@ public final class ReferenceLimiter {
    * absent: an overrun opens a fresh state there, which replaces the other's.
    */
   public Settlement settle(Ticket t, long actual, long now) {
-    if (!issuer.claim(t)) {
+    if (t == null || !ReferenceModel.ticketLive(t.policy().algorithm(), t.stamp(), now) || !issuer.claim(t)) {
       return Settlement.NO_EFFECT;
     }
     Policy p = t.policy();

@@ -13,6 +13,7 @@ import dev.sluice.Refund;
 import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
+import dev.sluice.model.ReferenceModel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -197,7 +198,9 @@ public abstract sealed class SettlementCases extends HotKeyCases permits OutageC
 
   /**
    * The window rule: after the window a reservation was counted in rolled, its unused part does
-   * nothing, and an overrun is charged to the current window.
+   * nothing, and an overrun is charged to the current window, while the ticket lives (twice the
+   * window from its stamp, {@link ReferenceModel#ticketExpiresAt}); after that, nothing (issue 26:
+   * no store keeps a spent record past a ticket's life, so none may apply it then).
    */
   @ParameterizedTest(name = "{0}")
   @MethodSource("windowAlgorithms")
@@ -207,13 +210,17 @@ public abstract sealed class SettlementCases extends HotKeyCases permits OutageC
     RateLimiter l = settlingLimiter(p, ticker);
     Ticket under = l.tryAcquire("k", 6).ticket().orElseThrow();
     Ticket over = l.tryAcquire("k", 1).ticket().orElseThrow();
-    ticker.advanceMicros(windowMicros(p) * 3);
+    Ticket late = l.tryAcquire("k", 1).ticket().orElseThrow();
+    ticker.advanceMicros(over.stamp() + windowMicros(p) * 3 / 2 - ticker.nowMicros()); // rolled, within its life
     Decision before = l.peek("k");
-    assertThat(before.remaining()).isEqualTo(10);
     assertThat(l.settle(under, 0)).isEqualTo(Settlement.NO_EFFECT);
     assertThat(l.peek("k")).isEqualTo(before);
     assertThat(l.settle(over, 5)).isEqualTo(Settlement.APPLIED);
-    assertThat(l.peek("k").remaining()).as("the overrun of 4 lands in the current window").isEqualTo(6);
+    assertThat(l.peek("k").remaining()).as("the overrun of 4 lands in the current window").isEqualTo(before.remaining() - 4);
+    ticker.advanceMicros(ReferenceModel.ticketExpiresAt(p.algorithm(), late.stamp()) - ticker.nowMicros());
+    Decision expired = l.peek("k");
+    assertThat(l.settle(late, 5)).as("past the ticket's life").isEqualTo(Settlement.NO_EFFECT);
+    assertThat(l.peek("k")).isEqualTo(expired);
   }
 
   /**
@@ -263,10 +270,14 @@ public abstract sealed class SettlementCases extends HotKeyCases permits OutageC
     assertThat(paid.allowed()).as("the debt is paid at retryAfter").isTrue();
   }
 
-  /** Buckets have no windows: a settlement after any time still gives back (up to capacity) or charges. */
+  /**
+   * Buckets have no windows: a settlement at any time in the ticket's life (twice a full refill
+   * from the acquire, {@link ReferenceModel#ticketExpiresAt}) still gives back (up to capacity) or
+   * charges; after it, nothing.
+   */
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"token-bucket", "gcra"})
-  void aBucketSettlesWhateverTimePassed(String algorithm) {
+  void aBucketSettlesWhateverTimePassedWithinTheTicketsLife(String algorithm) {
     Policy p = policy(alg(algorithm), 10);
     ManualTicker ticker = newTicker();
     RateLimiter l = settlingLimiter(p, ticker);
@@ -276,8 +287,13 @@ public abstract sealed class SettlementCases extends HotKeyCases permits OutageC
     assertThat(l.settle(t, 2)).isEqualTo(Settlement.APPLIED);
     assertThat(l.peek("k").remaining()).isEqualTo(Math.min(10, before.remaining() + 6));
     Ticket u = l.tryAcquire("k", 1).ticket().orElseThrow();
-    ticker.advanceMicros(windowMicros(p) * 20);
+    Ticket late = l.tryAcquire("k", 1).ticket().orElseThrow();
+    long ends = ReferenceModel.ticketExpiresAt(p.algorithm(), u.stamp());
+    ticker.advanceMicros(ends - 1 - ticker.nowMicros());
     assertThat(l.settle(u, 10)).isEqualTo(Settlement.APPLIED);
     assertThat(l.peek("k").remaining()).as("a full bucket charged 9 more").isEqualTo(1);
+    ticker.advanceMicros(1);
+    assertThat(l.settle(late, 10)).as("past the ticket's life").isEqualTo(Settlement.NO_EFFECT);
+    assertThat(l.peek("k").remaining()).isEqualTo(1);
   }
 }

@@ -7,6 +7,7 @@ import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
+import dev.sluice.Ticket;
 import dev.sluice.spi.StoreBackedRateLimiter;
 import dev.sluice.spi.StoreException;
 import dev.sluice.spi.StoredRecord;
@@ -47,6 +48,10 @@ class InMemoryVersionedStoreConformanceTest extends RateLimiterContract {
 
   @Override protected RateLimiter newLimiter(Policy policy, Ticker ticker) {
     return VersionedStoreRateLimiter.builder(policy, store).ticker(ticker).build();
+  }
+
+  @Override protected Optional<RateLimiter> newLimiterWithIssuer(Policy policy, Ticker ticker, Ticket.Issuer issuer) {
+    return Optional.of(VersionedStoreRateLimiter.builder(policy, store).ticker(ticker).issuer(issuer).build());
   }
 
   @Override protected boolean supports(Algorithm algorithm) {

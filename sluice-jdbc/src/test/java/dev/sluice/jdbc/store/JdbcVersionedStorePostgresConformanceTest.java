@@ -5,6 +5,7 @@ import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
+import dev.sluice.Ticket;
 import dev.sluice.jdbc.PostgresOutage;
 import dev.sluice.store.VersionedStoreRateLimiter;
 import dev.sluice.tck.RateLimiterContract;
@@ -24,6 +25,11 @@ class JdbcVersionedStorePostgresConformanceTest extends RateLimiterContract {
   @Override protected RateLimiter newLimiter(Policy policy, Ticker ticker) {
     // A generous deadline: the kit checks decisions, and a timed-out write that landed would be refused yet counted.
     return VersionedStoreRateLimiter.builder(policy, store).ticker(ticker).timeout(Duration.ofSeconds(10)).build();
+  }
+
+  @Override protected Optional<RateLimiter> newLimiterWithIssuer(Policy policy, Ticker ticker, Ticket.Issuer issuer) {
+    return Optional.of(VersionedStoreRateLimiter.builder(policy, store).ticker(ticker).timeout(Duration.ofSeconds(10))
+        .issuer(issuer).build());
   }
 
   /** The engine over a JDBC store on a private PostgreSQL that the outage cases freeze. */
