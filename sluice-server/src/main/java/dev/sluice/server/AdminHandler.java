@@ -73,17 +73,18 @@ final class AdminHandler extends Handler.Abstract {
         }
         case "/admin/reset" -> {
           JsonInput.requireMethod(method, "POST");
-          JsonNode body = JsonInput.readObject(request, RESET_FIELDS, "reset takes policy and key");
-          ApiHandler.Entry e = api.configured(JsonInput.requiredText(body, "policy"));
-          String key = Checks.key(JsonInput.requiredText(body, "key"));
-          e.limiter().reset(key, e.policy());
-          ApiHandler.send(response, callback, 200, api.write(g -> {
-            g.writeStartObject();
-            g.writeStringField("result", "reset");
-            g.writeStringField("policy", e.policy().name());
-            g.writeStringField("key", key);
-            g.writeEndObject();
-          }));
+          api.withBody(request, response, callback, RESET_FIELDS, "reset takes policy and key", null, 0, body -> {
+            ApiHandler.Entry e = api.configured(JsonInput.requiredText(body, "policy"));
+            String key = Checks.key(JsonInput.requiredText(body, "key"));
+            e.limiter().reset(key, e.policy());
+            ApiHandler.send(response, callback, 200, api.write(g -> {
+              g.writeStartObject();
+              g.writeStringField("result", "reset");
+              g.writeStringField("policy", e.policy().name());
+              g.writeStringField("key", key);
+              g.writeEndObject();
+            }));
+          });
         }
         default -> throw new ApiHandler.ApiError(404, "not_found", "no admin route " + method + " " + path
             + "; routes: GET /admin/policies, POST /admin/reload, POST /admin/reset");

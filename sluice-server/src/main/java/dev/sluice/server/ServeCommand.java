@@ -61,6 +61,11 @@ final class ServeCommand implements Callable<Integer> {
       description = "On SIGTERM, how long requests in flight may take to finish. Default: ${DEFAULT-VALUE}.")
   String shutdownTimeout;
 
+  @Option(names = "--body-timeout", defaultValue = SluiceServer.DEFAULT_BODY_TIMEOUT, paramLabel = "DURATION",
+      description = "How long a request body may take to arrive once its headers have; past it 408 and the connection closes."
+          + " At most 1m. Default: ${DEFAULT-VALUE}.")
+  String bodyTimeout;
+
   @Option(names = "--spent-tickets", defaultValue = "100000", paramLabel = "N",
       description = "Most recently refunded tickets remembered (a ticket refunds once). Default: ${DEFAULT-VALUE}.")
   int spentTickets;
@@ -168,6 +173,7 @@ final class ServeCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--redis and --postgres both given; choose one store");
     }
     Duration stopTimeout = Durations.parse("--shutdown-timeout", shutdownTimeout);
+    Duration bodyDeadline = SluiceServer.requireBodyTimeout(Durations.parse("--body-timeout", bodyTimeout), bodyTimeout);
     if (port < 0 || port > 65_535) {
       throw new IllegalArgumentException("--port " + port + " is out of range; use 0 (a free port) to 65535");
     }
@@ -188,7 +194,7 @@ final class ServeCommand implements Callable<Integer> {
         store.check(envoy.config().policies());
       }
       server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets, keys, maxPending);
-      server.partitionKeys(partitionKeys);
+      server.partitionKeys(partitionKeys).bodyTimeout(bodyDeadline);
       if (adminPort != null) {
         server.admin(adminHost, adminPort, token, config);
       }
