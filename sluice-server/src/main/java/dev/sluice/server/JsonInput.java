@@ -176,11 +176,16 @@ final class JsonInput {
 
   /** The {@code actual} field of a settlement: a whole number from 0 to the policy's limit. */
   static long actual(JsonNode v, Policy p) {
-    if (v == null || !v.isIntegralNumber() || !v.canConvertToLong()) {
+    java.math.BigDecimal n = v != null && v.isNumber() ? v.decimalValue() : null;
+    if (n == null || n.signum() != 0 && n.stripTrailingZeros().scale() > 0) {
       throw new ApiError(400, "bad_request", "actual " + (v == null ? "is missing" : abbreviate(v.toString()) + " is not a whole number")
           + "; give the cost the work had, a whole number from 0 to " + p.limit());
     }
-    return Checks.actual(v.longValue(), p.limit(), p.name());
+    if (n.compareTo(java.math.BigDecimal.valueOf(Long.MAX_VALUE)) > 0 || n.compareTo(java.math.BigDecimal.valueOf(Long.MIN_VALUE)) < 0) {
+      // A whole number no long holds (2^64, 1e30) is too large (or, negative, below 0), as permits are.
+      throw Checks.actualOutOfRange(abbreviate(v.toString()), n.signum() < 0, p.limit(), p.name());
+    }
+    return Checks.actual(n.longValueExact(), p.limit(), p.name());
   }
 
   static String abbreviate(String s) {

@@ -18,12 +18,16 @@ final class Signals {
     on("INT", action);
   }
 
-  /** Runs {@code action} (on the JVM's signal thread) on each SIGHUP: reload, the daemon convention. */
-  static void onReload(Runnable action) {
-    on("HUP", action);
+  /**
+   * Runs {@code action} (on the JVM's signal thread) on each SIGHUP: reload, the daemon convention.
+   * Returns false when SIGHUP was ignored as the process started (as {@code nohup} does): the JVM
+   * then keeps it ignored and never runs the action, so the caller says reload by signal is off.
+   */
+  static boolean onReload(Runnable action) {
+    return on("HUP", action);
   }
 
-  private static void on(String name, Runnable action) {
-    Signal.handle(new Signal(name), s -> action.run());
+  private static boolean on(String name, Runnable action) {
+    return Signal.handle(new Signal(name), s -> action.run()) != sun.misc.SignalHandler.SIG_IGN;
   }
 }

@@ -68,6 +68,10 @@ public final class SluiceServer implements AutoCloseable {
     httpConfiguration = http;
     http.setSendServerVersion(false);
     http.setSendDateHeader(true);
+    // Jetty's parser caches header fields and by default matches the cache ignoring case: a second
+    // "Authorization: bearer TOKEN" on a connection came back with the first one's value, so a token
+    // differing only in case was let into the admin API. Header values are compared as sent.
+    http.setHeaderCacheCaseSensitive(true);
     connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
     connector.setHost(host);
     connector.setPort(port);
@@ -174,6 +178,28 @@ public final class SluiceServer implements AutoCloseable {
 
   public int port() {
     return connector.getLocalPort();
+  }
+
+  /**
+   * What the listener bound, for the banner: its URI, or for a wildcard host ({@code 0.0.0.0},
+   * {@code ::}) the wildcard itself and then the URI to try from this host: the URI alone said
+   * 127.0.0.1, as if only loopback were served.
+   */
+  String listening() {
+    java.net.InetSocketAddress local = null;
+    if (connector.getTransport() instanceof java.nio.channels.ServerSocketChannel channel) {
+      try {
+        local = (java.net.InetSocketAddress) channel.getLocalAddress();
+      } catch (java.io.IOException e) {
+        local = null; // closed under us: say the URI
+      }
+    }
+    if (local == null || !local.getAddress().isAnyLocalAddress()) {
+      return uri().toString();
+    }
+    // The wildcard as given: Java binds 0.0.0.0 as the dual-stack [::], which serves IPv4 too.
+    String any = connector.getHost() != null ? connector.getHost() : local.getAddress().getHostAddress();
+    return (any.contains(":") ? "[" + any + "]" : any) + ":" + port() + " (every address of this host), e.g. " + uri();
   }
 
   public URI uri() {
