@@ -183,16 +183,24 @@ public final class Checks {
    * past the ceiling every backend computes exactly.
    */
   public static long actual(long actual, long maxPermits, String policyName) {
-    if (actual < 0) {
-      throw new IllegalArgumentException("actual permits " + actual + " is below 0; settle at the cost the work had, "
-          + "0 when it cost nothing");
-    }
-    if (actual > maxPermits) {
-      throw new IllegalArgumentException("actual permits " + actual + " exceeds " + maxPermits
-          + ", the most policy '" + policyName + "' can ever grant at once; a settlement charges at most one limit's worth, "
-          + "so settle at most " + maxPermits + " (or split the cost over more reservations)");
+    if (actual < 0 || actual > maxPermits) {
+      throw actualOutOfRange(Long.toString(actual), actual < 0, maxPermits, policyName);
     }
     return actual;
+  }
+
+  /**
+   * The refusal of a whole-number actual out of range, spelled as the caller received it: for a
+   * value no {@code long} holds (a JSON {@code 18446744073709551616}), which is too large, not "not a whole number".
+   */
+  public static IllegalArgumentException actualOutOfRange(String actual, boolean belowZero, long maxPermits, String policyName) {
+    if (belowZero) {
+      return new IllegalArgumentException("actual permits " + actual + " is below 0; settle at the cost the work had, "
+          + "0 when it cost nothing");
+    }
+    return new IllegalArgumentException("actual permits " + actual + " exceeds " + maxPermits
+        + ", the most policy '" + policyName + "' can ever grant at once; a settlement charges at most one limit's worth, "
+        + "so settle at most " + maxPermits + " (or split the cost over more reservations)");
   }
 
   /**

@@ -35,15 +35,28 @@ final class AdminHandler extends Handler.Abstract {
   AdminHandler(SluiceServer server, ApiHandler api, String token, Path config) {
     this.server = server;
     this.api = api;
-    this.expected = ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
+    this.expected = token.getBytes(StandardCharsets.UTF_8);
     this.config = config;
+  }
+
+  /**
+   * The token of {@code Authorization: Bearer TOKEN}; the scheme is case-insensitive (RFC 9110
+   * 11.1: {@code bearer} and {@code BEARER} are Bearer). An empty string for another scheme, which no token equals.
+   */
+  static String bearerToken(String authorization) {
+    String a = authorization.strip();
+    int space = a.indexOf(' ');
+    if (space < 0 || !a.substring(0, space).equalsIgnoreCase("Bearer")) {
+      return "";
+    }
+    return a.substring(space + 1).strip();
   }
 
   @Override public boolean handle(Request request, Response response, Callback callback) throws Exception {
     String path = Request.getPathInContext(request);
     String method = request.getMethod();
     String auth = request.getHeaders().get(HttpHeader.AUTHORIZATION);
-    if (auth == null || !MessageDigest.isEqual(expected, auth.getBytes(StandardCharsets.UTF_8))) {
+    if (auth == null || !MessageDigest.isEqual(expected, bearerToken(auth).getBytes(StandardCharsets.UTF_8))) {
       response.getHeaders().put(HttpHeader.WWW_AUTHENTICATE, "Bearer realm=\"sluice-admin\"");
       api.sendError(response, callback, 401, "unauthorized", auth == null ? "Authorization is missing; send Authorization: Bearer TOKEN"
           : "the bearer token is wrong");
@@ -73,17 +86,18 @@ final class AdminHandler extends Handler.Abstract {
         }
         case "/admin/reset" -> {
           JsonInput.requireMethod(method, "POST");
-          JsonNode body = JsonInput.readObject(request, RESET_FIELDS, "reset takes policy and key");
-          ApiHandler.Entry e = api.configured(JsonInput.requiredText(body, "policy"));
-          String key = Checks.key(JsonInput.requiredText(body, "key"));
-          e.limiter().reset(key, e.policy());
-          ApiHandler.send(response, callback, 200, api.write(g -> {
-            g.writeStartObject();
-            g.writeStringField("result", "reset");
-            g.writeStringField("policy", e.policy().name());
-            g.writeStringField("key", key);
-            g.writeEndObject();
-          }));
+          api.withBody(request, response, callback, RESET_FIELDS, "reset takes policy and key", null, 0, body -> {
+            ApiHandler.Entry e = api.configured(JsonInput.requiredText(body, "policy"));
+            String key = Checks.key(JsonInput.requiredText(body, "key"));
+            e.limiter().reset(key, e.policy());
+            ApiHandler.send(response, callback, 200, api.write(g -> {
+              g.writeStartObject();
+              g.writeStringField("result", "reset");
+              g.writeStringField("policy", e.policy().name());
+              g.writeStringField("key", key);
+              g.writeEndObject();
+            }));
+          });
         }
         default -> throw new ApiHandler.ApiError(404, "not_found", "no admin route " + method + " " + path
             + "; routes: GET /admin/policies, POST /admin/reload, POST /admin/reset");

@@ -174,11 +174,71 @@ final class ApiHandler extends Handler.Abstract {
     private static final long serialVersionUID = 1L;
     final int status;
     final String code;
+    /** The answer closes the connection: what is left of the request cannot be read (a body that timed out, one cut short). */
+    final boolean closes;
 
     ApiError(int status, String code, String message) {
+      this(status, code, message, false);
+    }
+
+    ApiError(int status, String code, String message, boolean closes) {
       super(message, null, false, false);
       this.status = status;
       this.code = code;
+      this.closes = closes;
+    }
+
+    ApiError closing() {
+      return new ApiError(status, code, getMessage(), true);
+    }
+  }
+
+  /** A route that answers from its request's JSON body. */
+  @FunctionalInterface
+  interface BodyRoute {
+    void answer(JsonNode body) throws Exception;
+  }
+
+  /** {@code --body-timeout}: how long a body may take to arrive once the headers have. */
+  private volatile long bodyTimeoutMillis = Durations.parse("--body-timeout", SluiceServer.DEFAULT_BODY_TIMEOUT).toMillis();
+
+  void bodyTimeout(java.time.Duration timeout) {
+    bodyTimeoutMillis = timeout.toMillis();
+  }
+
+  /**
+   * Reads the request's body as a JSON object of {@code fields} without holding a thread while it
+   * arrives ({@link RequestBody}), then runs {@code route} on it; every failure, the body's or the
+   * route's, is answered as {@link #handle} answers it. {@code timer}, when given, times the request.
+   */
+  void withBody(Request request, Response response, Callback callback, Set<String> fields, String usage, Timer timer, long start,
+                BodyRoute route) {
+    RequestBody.read(request, bodyTimeoutMillis, JsonInput.refusal(request), (bytes, error) -> {
+      try {
+        if (error != null) {
+          throw error;
+        }
+        route.answer(JsonInput.parseObject(bytes, fields, usage));
+      } catch (Throwable t) {
+        fail(request, response, callback, t);
+      } finally {
+        if (timer != null) {
+          timer.record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS);
+        }
+      }
+    });
+  }
+
+  /** The answer to a request that failed: its {@link ApiError}, a 400 for a rule broken, a 500 (logged) for anything else. */
+  private void fail(Request request, Response response, Callback callback, Throwable t) {
+    if (t instanceof ApiError e) {
+      sendError(response, callback, e);
+    } else if (t instanceof IllegalArgumentException e) {
+      // Every validation in Sluice (Checks) throws this with a message naming the value and the rule.
+      sendError(response, callback, 400, "bad_request", e.getMessage());
+    } else {
+      LOG.log(System.Logger.Level.ERROR, "request " + request.getMethod() + " " + Request.getPathInContext(request) + " failed", t);
+      sendError(response, callback, 500, "internal", "internal error; the server log has the details");
     }
   }
 
@@ -191,17 +251,19 @@ final class ApiHandler extends Handler.Abstract {
       switch (path) {
         case "/v1/acquire" -> {
           JsonInput.requireMethod(method, "POST");
-          acquire(request, response, callback, start); // answers when the decision completes; times itself
+          // answers when the decision completes; times itself
+          withBody(request, response, callback, ACQUIRE_FIELDS, "acquire takes policy, key and permits", null, start,
+              body -> acquire(body, request, response, callback, start));
         }
         case "/v1/refund" -> {
-          timer = refundTimer;
           JsonInput.requireMethod(method, "POST");
-          refund(request, response, callback);
+          withBody(request, response, callback, REFUND_FIELDS, "refund takes ticket", refundTimer, start,
+              body -> refund(body, response, callback));
         }
         case "/v1/settle" -> {
-          timer = settleTimer;
           JsonInput.requireMethod(method, "POST");
-          settle(request, response, callback);
+          withBody(request, response, callback, SETTLE_FIELDS, "settle takes ticket and actual", settleTimer, start,
+              body -> settle(body, response, callback));
         }
         case "/v1/peek" -> {
           timer = peekTimer;
@@ -230,14 +292,8 @@ final class ApiHandler extends Handler.Abstract {
             + "; routes: POST /v1/acquire, POST /v1/refund, POST /v1/settle, GET /v1/peek, GET /v1/policies, GET /healthz,"
             + " GET /readyz, GET /metrics");
       }
-    } catch (ApiError e) {
-      sendError(response, callback, e);
-    } catch (IllegalArgumentException e) {
-      // Every validation in Sluice (Checks) throws this with a message naming the value and the rule.
-      sendError(response, callback, 400, "bad_request", e.getMessage());
     } catch (Exception e) {
-      LOG.log(System.Logger.Level.ERROR, "request " + method + " " + path + " failed", e);
-      sendError(response, callback, 500, "internal", "internal error; the server log has the details");
+      fail(request, response, callback, e);
     } finally {
       if (timer != null) {
         timer.record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS);
@@ -252,8 +308,7 @@ final class ApiHandler extends Handler.Abstract {
    * otherwise). At most {@code maxPending} decisions are outstanding; past that the request is shed
    * at once with 503 {@code overloaded} and {@code Retry-After: 1}, instead of queueing into timeouts.
    */
-  private void acquire(Request request, Response response, Callback callback, long start) throws IOException {
-    JsonNode body = JsonInput.readObject(request, ACQUIRE_FIELDS, "acquire takes policy, key and permits");
+  private void acquire(JsonNode body, Request request, Response response, Callback callback, long start) {
     Entry e = entry(JsonInput.requiredText(body, "policy"));
     String key = Checks.key(JsonInput.requiredText(body, "key"));
     long permits = JsonInput.permits(body.get("permits"), e.policy());
@@ -332,8 +387,7 @@ final class ApiHandler extends Handler.Abstract {
     }
   }
 
-  private void refund(Request request, Response response, Callback callback) throws IOException {
-    JsonNode body = JsonInput.readObject(request, REFUND_FIELDS, "refund takes ticket");
+  private void refund(JsonNode body, Response response, Callback callback) {
     TicketCodec.Claims c = tickets.decode(JsonInput.requiredText(body, "ticket"));
     Entry e = entryOf(c);
     Refused refused = spendOnce(c, e, "ticket expired: its permits have come back by themselves",
@@ -374,8 +428,7 @@ final class ApiHandler extends Handler.Abstract {
    * settles within its life (after it the service no longer remembers spent tickets, so it cannot
    * tell a replay from a first settlement, and answers no_effect) and at most once, settle or refund.
    */
-  private void settle(Request request, Response response, Callback callback) throws IOException {
-    JsonNode body = JsonInput.readObject(request, SETTLE_FIELDS, "settle takes ticket and actual");
+  private void settle(JsonNode body, Response response, Callback callback) {
     TicketCodec.Claims c = tickets.decode(JsonInput.requiredText(body, "ticket"));
     Entry e = entryOf(c);
     long actual = JsonInput.actual(body.get("actual"), e.policy());
@@ -517,6 +570,9 @@ final class ApiHandler extends Handler.Abstract {
 
   /** An {@link ApiError} as its JSON answer; a 405 names the allowed method in {@code Allow}. */
   void sendError(Response response, Callback callback, ApiError e) {
+    if (e.closes) {
+      response.getHeaders().put(HttpHeader.CONNECTION, "close");
+    }
     if (e.status == 405) {
       response.getHeaders().put(HttpHeader.ALLOW, e.code);
       sendError(response, callback, 405, "method_not_allowed", e.getMessage());

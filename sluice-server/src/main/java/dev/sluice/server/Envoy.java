@@ -22,16 +22,18 @@ record Envoy(EnvoyConfig config, int port, RateLimitHeaders headers) {
     if (port == null) {
       throw new IllegalArgumentException("--envoy-config " + config + " given without --grpc-port; choose the port of the gRPC API");
     }
-    if (port < 0 || port > 65_535) {
-      throw new IllegalArgumentException("--grpc-port " + port + " is out of range; use 0 (a free port) to 65535");
-    }
-    RateLimitHeaders families = switch (headers.trim().toLowerCase(Locale.ROOT)) {
+    ServeCommand.requirePort("--grpc-port", port);
+    return new Envoy(EnvoyConfig.read(config), port, headerFamilies(headers));
+  }
+
+  /** {@code --envoy-headers}: the header families, null for none; checked even when Envoy's API is off. */
+  static RateLimitHeaders headerFamilies(String headers) {
+    return switch (headers.trim().toLowerCase(Locale.ROOT)) {
       case "ietf" -> RateLimitHeaders.of(true, false);
       case "all" -> RateLimitHeaders.all();
       case "none" -> null;
       default -> throw new IllegalArgumentException("--envoy-headers '" + headers + "' is unknown; use ietf, all or none");
     };
-    return new Envoy(EnvoyConfig.read(config), port, families);
   }
 
   /** Refuses a policy of {@code --config} named like a rule's policy: a name is a budget, and the two would share one. */

@@ -9,7 +9,6 @@ import dev.sluice.Policy;
 import dev.sluice.server.ApiHandler.ApiError;
 import dev.sluice.internal.Checks;
 import java.io.IOException;
-import java.io.InputStream;
 import java.util.Iterator;
 import java.util.Set;
 import org.eclipse.jetty.http.HttpHeader;
@@ -35,33 +34,33 @@ final class JsonInput {
 
   private JsonInput() {}
 
-  /** The request's body as a JSON object of the given {@code fields} (400, 413 or 415 otherwise). */
-  static JsonNode readObject(Request request, Set<String> fields, String usage) throws IOException {
-    long declared = request.getLength();
-    byte[] bytes;
-    try (InputStream in = Request.asInputStream(request)) {
-      try {
-        requireJson(request);
-      } catch (ApiError e) {
-        discard(in); // read what the client is sending, so that it reads the 415 on a connection that stays usable
-        throw e;
-      }
-      if (declared > MAX_BODY_BYTES) {
-        discard(in);
-        throw new ApiError(413, "payload_too_large", "request body of " + declared + " bytes exceeds " + MAX_BODY_BYTES + " bytes");
-      }
-      bytes = in.readNBytes(MAX_BODY_BYTES + 1);
-      if (bytes.length > MAX_BODY_BYTES) {
-        discard(in);
-        throw new ApiError(413, "payload_too_large", "request body exceeds " + MAX_BODY_BYTES + " bytes");
-      }
+  /**
+   * Why the request's body will be read only to be dropped, or null: not JSON (415), or declared
+   * larger than {@link #MAX_BODY_BYTES} (413). The body is still read, so that the client, still
+   * sending it, reads the answer on a connection that stays usable ({@link RequestBody}).
+   */
+  static ApiError refusal(Request request) {
+    try {
+      requireJson(request);
+    } catch (ApiError e) {
+      return e;
     }
+    long declared = request.getLength();
+    if (declared > MAX_BODY_BYTES) {
+      return new ApiError(413, "payload_too_large", "request body of " + declared + " bytes exceeds " + MAX_BODY_BYTES + " bytes");
+    }
+    return null;
+  }
+
+  /** A whole request body as a JSON object of the given {@code fields} (400 otherwise). */
+  static JsonNode parseObject(byte[] bytes, Set<String> fields, String usage) throws IOException {
     if (bytes.length == 0) {
       throw new ApiError(400, "bad_request", "request body is empty; send a JSON object (" + usage + ")");
     }
+    String text = utf8(bytes);
     JsonNode node;
     try {
-      node = MAPPER.readTree(bytes);
+      node = MAPPER.readTree(text);
     } catch (JsonProcessingException e) {
       JsonLocation at = e.getLocation();
       String where = at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")";
@@ -85,6 +84,32 @@ final class JsonInput {
   }
 
   /**
+   * The body decoded as strict UTF-8 (RFC 8259 8.1): an overlong form ({@code C0 80} for NUL), an
+   * encoded surrogate, a truncated sequence or a stray byte is a 400 naming its offset. Jackson alone
+   * decoded {@code C0 80} as NUL, a key that then shared the real NUL key's budget.
+   */
+  static String utf8(byte[] bytes) {
+    java.nio.charset.CharsetDecoder strict = java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+        .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT).onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
+    java.nio.ByteBuffer in = java.nio.ByteBuffer.wrap(bytes);
+    java.nio.CharBuffer out = java.nio.CharBuffer.allocate(bytes.length);
+    java.nio.charset.CoderResult r = strict.decode(in, out, true);
+    if (!r.isError()) {
+      r = strict.flush(out);
+    }
+    if (r.isError()) {
+      int at = in.position();
+      StringBuilder seq = new StringBuilder();
+      for (int i = at; i < Math.min(bytes.length, at + Math.max(1, r.length())); i++) {
+        seq.append(seq.length() == 0 ? "" : " ").append(String.format("%02X", bytes[i] & 0xFF));
+      }
+      throw new ApiError(400, "bad_request", "request body is not valid UTF-8: bytes " + seq + " at offset " + at
+          + " are not a well-formed UTF-8 sequence (overlong forms, surrogates and truncated sequences are refused); send JSON as UTF-8");
+    }
+    return out.flip().toString();
+  }
+
+  /**
    * A body the API reads is JSON: {@code Content-Type: application/json} (a charset, if named, is
    * UTF-8), else 415; a form post ({@code curl -d}) is refused before its body is parsed as JSON.
    */
@@ -101,19 +126,6 @@ final class JsonInput {
     if (!json) {
       throw new ApiError(415, "unsupported_media_type", (type == null ? "Content-Type is missing" : "Content-Type "
           + Checks.quote(abbreviate(type)) + " is not supported") + "; send the body as JSON with Content-Type: application/json");
-    }
-  }
-
-  /**
-   * Reads and drops what is left of a body too large to serve (up to {@link #MAX_DISCARD_BYTES}), so
-   * the client, still sending it, reads the 413 instead of a reset connection.
-   */
-  private static void discard(InputStream in) throws IOException {
-    long left = MAX_DISCARD_BYTES;
-    byte[] sink = new byte[8192];
-    int n;
-    while (left > 0 && (n = in.read(sink, 0, (int) Math.min(sink.length, left))) > 0) {
-      left -= n;
     }
   }
 
@@ -164,11 +176,16 @@ final class JsonInput {
 
   /** The {@code actual} field of a settlement: a whole number from 0 to the policy's limit. */
   static long actual(JsonNode v, Policy p) {
-    if (v == null || !v.isIntegralNumber() || !v.canConvertToLong()) {
+    java.math.BigDecimal n = v != null && v.isNumber() ? v.decimalValue() : null;
+    if (n == null || n.signum() != 0 && n.stripTrailingZeros().scale() > 0) {
       throw new ApiError(400, "bad_request", "actual " + (v == null ? "is missing" : abbreviate(v.toString()) + " is not a whole number")
           + "; give the cost the work had, a whole number from 0 to " + p.limit());
     }
-    return Checks.actual(v.longValue(), p.limit(), p.name());
+    if (n.compareTo(java.math.BigDecimal.valueOf(Long.MAX_VALUE)) > 0 || n.compareTo(java.math.BigDecimal.valueOf(Long.MIN_VALUE)) < 0) {
+      // A whole number no long holds (2^64, 1e30) is too large (or, negative, below 0), as permits are.
+      throw Checks.actualOutOfRange(abbreviate(v.toString()), n.signum() < 0, p.limit(), p.name());
+    }
+    return Checks.actual(n.longValueExact(), p.limit(), p.name());
   }
 
   static String abbreviate(String s) {

@@ -41,7 +41,7 @@ final class PolicyFile {
     } catch (NoSuchFileException e) {
       throw new IllegalArgumentException("policy file " + file + " does not exist");
     } catch (IOException e) {
-      throw new IllegalArgumentException("policy file " + file + " is not valid YAML: " + firstLine(e.getMessage()));
+      throw new IllegalArgumentException("policy file " + file + " is not valid YAML" + where(e) + ": " + firstLine(reason(e)));
     }
   }
 
@@ -49,7 +49,7 @@ final class PolicyFile {
     try {
       return parse(YAML.readTree(yaml), source);
     } catch (IOException e) {
-      throw new IllegalArgumentException(source + " is not valid YAML: " + firstLine(e.getMessage()));
+      throw new IllegalArgumentException(source + " is not valid YAML" + where(e) + ": " + firstLine(reason(e)));
     }
   }
 
@@ -74,6 +74,18 @@ final class PolicyFile {
   /** {@link PolicyShape#quotaMicros}: the {@code w} of {@code RateLimit-Policy} and the life of a refund ticket. */
   static long quotaMicros(Algorithm a) {
     return PolicyShape.quotaMicros(a);
+  }
+
+  /** Where the YAML parser stopped, as people count (line 1, column 1), or nothing when it did not say. */
+  private static String where(IOException e) {
+    if (e instanceof com.fasterxml.jackson.core.JsonProcessingException j && j.getLocation() != null && j.getLocation().getLineNr() > 0) {
+      return " (line " + j.getLocation().getLineNr() + ", column " + j.getLocation().getColumnNr() + ")";
+    }
+    return "";
+  }
+
+  private static String reason(IOException e) {
+    return e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage() : e.getMessage();
   }
 
   private static String firstLine(String s) {

@@ -61,6 +61,11 @@ final class ServeCommand implements Callable<Integer> {
       description = "On SIGTERM, how long requests in flight may take to finish. Default: ${DEFAULT-VALUE}.")
   String shutdownTimeout;
 
+  @Option(names = "--body-timeout", defaultValue = SluiceServer.DEFAULT_BODY_TIMEOUT, paramLabel = "DURATION",
+      description = "How long a request body may take to arrive once its headers have; past it 408 and the connection closes."
+          + " At most 1m. Default: ${DEFAULT-VALUE}.")
+  String bodyTimeout;
+
   @Option(names = "--spent-tickets", defaultValue = "100000", paramLabel = "N",
       description = "Most recently refunded tickets remembered (a ticket refunds once). Default: ${DEFAULT-VALUE}.")
   int spentTickets;
@@ -116,21 +121,59 @@ final class ServeCommand implements Callable<Integer> {
     return System.getenv(SluiceServer.ADMIN_TOKEN_ENV);
   }
 
-  private Store store() {
-    if (redis == null && postgres == null) {
-      return Store.memory(maxKeys, maxKeyLength, Ticker.system());
+  /**
+   * Every flag's rule, checked before anything starts whichever store or API runs, so a flag is
+   * never accepted unread ({@code --failure-mode maybe} on the memory store was): each message names
+   * the flag, the value and the rule.
+   */
+  private void checkFlags() {
+    if (redis != null && postgres != null) {
+      throw new IllegalArgumentException("--redis and --postgres both given; choose one store");
     }
+    requirePort("--port", port);
+    if (adminPort != null) {
+      requirePort("--admin-port", adminPort);
+    }
+    if (grpcPort != null) {
+      requirePort("--grpc-port", grpcPort);
+    }
+    storeTimeout();
+    failureMode();
+    Durations.parse("--sweep-interval", sweepInterval);
+    Store.MemoryStore.check(maxKeys, maxKeyLength);
+    Envoy.headerFamilies(envoyHeaders);
+  }
+
+  /** A port flag's rule: 0 (a free port) to 65535. */
+  static int requirePort(String flag, int port) {
+    if (port < 0 || port > 65_535) {
+      throw new IllegalArgumentException(flag + " " + port + " is out of range; use 0 (a free port) to 65535");
+    }
+    return port;
+  }
+
+  private Duration storeTimeout() {
     Duration timeout = Durations.parse("--store-timeout", storeTimeout);
     if (timeout.compareTo(Duration.ofMillis(1)) < 0) {
       throw new IllegalArgumentException("--store-timeout " + storeTimeout + " is under 1 ms; give the store at least 1ms");
     }
-    FailureMode mode = switch (failureMode.trim().toLowerCase(java.util.Locale.ROOT)) {
+    return timeout;
+  }
+
+  private FailureMode failureMode() {
+    return switch (failureMode.trim().toLowerCase(java.util.Locale.ROOT)) {
       case "closed" -> FailureMode.closed();
       case "open" -> FailureMode.open(new ThrottledAlert());
       default -> throw new IllegalArgumentException("--failure-mode '" + failureMode + "' is unknown; use closed or open");
     };
-    return redis != null ? Store.redis(redis, mode, timeout)
-        : Store.postgres(postgres, postgresTable, mode, timeout, Durations.parse("--sweep-interval", sweepInterval));
+  }
+
+  private Store store() {
+    if (redis == null && postgres == null) {
+      return Store.memory(maxKeys, maxKeyLength, Ticker.system());
+    }
+    return redis != null ? Store.redis(redis, failureMode(), storeTimeout())
+        : Store.postgres(postgres, postgresTable, failureMode(), storeTimeout(), Durations.parse("--sweep-interval", sweepInterval));
   }
 
   /** Logs the open failure mode's admissions, at most once per 10 seconds, so an outage does not flood the log. */
@@ -164,22 +207,15 @@ final class ServeCommand implements Callable<Integer> {
 
   @Override public Integer call() throws Exception {
     PrintStream out = System.out;
-    if (redis != null && postgres != null) {
-      throw new IllegalArgumentException("--redis and --postgres both given; choose one store");
-    }
+    checkFlags();
     Duration stopTimeout = Durations.parse("--shutdown-timeout", shutdownTimeout);
-    if (port < 0 || port > 65_535) {
-      throw new IllegalArgumentException("--port " + port + " is out of range; use 0 (a free port) to 65535");
-    }
+    Duration bodyDeadline = SluiceServer.requireBodyTimeout(Durations.parse("--body-timeout", bodyTimeout), bodyTimeout);
     List<Policy> policies = PolicyFile.read(config);
     Envoy envoy = Envoy.of(envoyConfig, grpcPort, envoyHeaders);
     if (envoy != null) {
       envoy.refuseSharedNames(policies);
     }
     TicketKeys keys = TicketKeys.load(ticketKeys, System.getenv(TicketKeys.ENV));
-    if (adminPort != null && (adminPort < 0 || adminPort > 65_535)) {
-      throw new IllegalArgumentException("--admin-port " + adminPort + " is out of range; use 0 (a free port) to 65535");
-    }
     String token = adminPort != null ? SluiceServer.requireAdminToken(adminToken()) : null; // before any store connects
     Store store = store();
     SluiceServer server;
@@ -188,7 +224,7 @@ final class ServeCommand implements Callable<Integer> {
         store.check(envoy.config().policies());
       }
       server = new SluiceServer(policies, store, host, port, stopTimeout, Ticker.system(), spentTickets, keys, maxPending);
-      server.partitionKeys(partitionKeys);
+      server.partitionKeys(partitionKeys).bodyTimeout(bodyDeadline);
       if (adminPort != null) {
         server.admin(adminHost, adminPort, token, config);
       }
@@ -198,7 +234,7 @@ final class ServeCommand implements Callable<Integer> {
     }
     java.util.concurrent.CountDownLatch stopRequested = new java.util.concurrent.CountDownLatch(1);
     Signals.onStop(stopRequested::countDown);
-    Signals.onReload(() -> reload(server, out));
+    boolean reloadBySignal = Signals.onReload(() -> reload(server, out));
     server.start();
     PolicyWatch watching;
     try {
@@ -232,7 +268,7 @@ final class ServeCommand implements Callable<Integer> {
             + " until it does");
       }
     }
-    out.println("sluice: listening on " + server.uri());
+    out.println("sluice: listening on " + server.listening());
     if (grpc != null) {
       out.println("sluice: envoy rate-limit API (gRPC) on " + host + ":" + grpc.port() + ", domains "
           + String.join(", ", envoy.config().domains()) + " from " + envoyConfig);
@@ -240,6 +276,10 @@ final class ServeCommand implements Callable<Integer> {
     if (adminPort != null) {
       out.println("sluice: admin API on http://" + (adminHost.contains(":") ? "[" + adminHost + "]" : adminHost) + ":" + server.adminPort()
           + " (bearer token; GET /admin/policies, POST /admin/reload, POST /admin/reset)");
+    }
+    if (!reloadBySignal) {
+      out.println("sluice: reload by signal is off: SIGHUP was ignored when the service started (as under nohup);"
+          + " reload with --watch or the admin API's POST /admin/reload");
     }
     if (watching != null) {
       out.println("sluice: watching " + config + ": a change to its content reloads it, as SIGHUP does");

@@ -16,16 +16,20 @@ final class Signals {
     on("INT", action);
   }
 
-  /** Runs {@code action} (on the JVM's signal thread) on each SIGHUP: reload, the daemon convention. */
-  static void onReload(Runnable action) {
-    on("HUP", action);
+  /**
+   * Runs {@code action} (on the JVM's signal thread) on each SIGHUP: reload, the daemon convention.
+   * Returns false when SIGHUP was ignored as the process started (as {@code nohup} does): the JVM
+   * then keeps it ignored and never runs the action, so the caller says reload by signal is off.
+   */
+  static boolean onReload(Runnable action) {
+    return on("HUP", action);
   }
 
-  private static void on(String name, Runnable action) {
+  private static boolean on(String name, Runnable action) {
     // Named here, never imported: javac under --release 17 warns on every use of sun.misc.Signal
     // ("internal proprietary API", a warning no annotation suppresses), and an import is what javadoc,
     // which reads no method body, saw of it, failing the release's javadoc jar on that warning (issue 27,
     // finding 7). CI builds that jar (.ci/run), so an import put back fails there.
-    sun.misc.Signal.handle(new sun.misc.Signal(name), s -> action.run());
+    return sun.misc.Signal.handle(new sun.misc.Signal(name), s -> action.run()) != sun.misc.SignalHandler.SIG_IGN;
   }
 }

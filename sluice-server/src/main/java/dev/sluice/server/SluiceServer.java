@@ -68,6 +68,10 @@ public final class SluiceServer implements AutoCloseable {
     httpConfiguration = http;
     http.setSendServerVersion(false);
     http.setSendDateHeader(true);
+    // Jetty's parser caches header fields and by default matches the cache ignoring case: a second
+    // "Authorization: bearer TOKEN" on a connection came back with the first one's value, so a token
+    // differing only in case was let into the admin API. Header values are compared as sent.
+    http.setHeaderCacheCaseSensitive(true);
     connector = new ServerConnector(jetty, new HttpConnectionFactory(http));
     connector.setHost(host);
     connector.setPort(port);
@@ -112,6 +116,36 @@ public final class SluiceServer implements AutoCloseable {
     return this;
   }
 
+  /** Default of {@code --body-timeout}: how long a request body may take to arrive once its headers have. */
+  static final String DEFAULT_BODY_TIMEOUT = "5s";
+
+  /** The most {@code --body-timeout} may be: a body of at most 64 KiB needs seconds, and a long wait is what slow clients exploit. */
+  static final Duration MAX_BODY_TIMEOUT = Duration.ofMinutes(1);
+
+  /** Fails unless {@code timeout} is a usable {@code --body-timeout}: from 1 ms to {@link #MAX_BODY_TIMEOUT}. */
+  static Duration requireBodyTimeout(Duration timeout, String given) {
+    if (timeout.compareTo(Duration.ofMillis(1)) < 0) {
+      throw new IllegalArgumentException("--body-timeout " + given + " is under 1 ms; give a request body at least 1ms to arrive");
+    }
+    if (timeout.compareTo(MAX_BODY_TIMEOUT) > 0) {
+      throw new IllegalArgumentException("--body-timeout " + given + " is over 1 minute, the most it may be; a body of at most "
+          + JsonInput.MAX_BODY_BYTES / 1024 + " KiB needs seconds, and every second is one a slow client can hold");
+    }
+    return timeout;
+  }
+
+  /**
+   * How long a request body may take to arrive, from its headers on; past it the request is a 408
+   * and its connection closes. A body never holds a request thread while it arrives ({@link RequestBody}).
+   */
+  SluiceServer bodyTimeout(Duration timeout) {
+    requireBodyTimeout(timeout, timeout.toString());
+    api.bodyTimeout(timeout);
+    // Jetty's idle timeout must not cut a body first (it would be the same 408, later and less clear).
+    connector.setIdleTimeout(Math.max(connector.getIdleTimeout(), timeout.toMillis() + 1000));
+    return this;
+  }
+
   /** Sends the draft's {@code pk} partition key in the IETF headers (off by default). */
   SluiceServer partitionKeys(boolean on) {
     api.partitionKeys(on);
@@ -144,6 +178,28 @@ public final class SluiceServer implements AutoCloseable {
 
   public int port() {
     return connector.getLocalPort();
+  }
+
+  /**
+   * What the listener bound, for the banner: its URI, or for a wildcard host ({@code 0.0.0.0},
+   * {@code ::}) the wildcard itself and then the URI to try from this host: the URI alone said
+   * 127.0.0.1, as if only loopback were served.
+   */
+  String listening() {
+    java.net.InetSocketAddress local = null;
+    if (connector.getTransport() instanceof java.nio.channels.ServerSocketChannel channel) {
+      try {
+        local = (java.net.InetSocketAddress) channel.getLocalAddress();
+      } catch (java.io.IOException e) {
+        local = null; // closed under us: say the URI
+      }
+    }
+    if (local == null || !local.getAddress().isAnyLocalAddress()) {
+      return uri().toString();
+    }
+    // The wildcard as given: Java binds 0.0.0.0 as the dual-stack [::], which serves IPv4 too.
+    String any = connector.getHost() != null ? connector.getHost() : local.getAddress().getHostAddress();
+    return (any.contains(":") ? "[" + any + "]" : any) + ":" + port() + " (every address of this host), e.g. " + uri();
   }
 
   public URI uri() {

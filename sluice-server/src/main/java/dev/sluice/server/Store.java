@@ -106,6 +106,14 @@ abstract class Store implements AutoCloseable {
     private final int maxKeyLength;
 
     MemoryStore(int maxKeys, int maxKeyLength, Ticker ticker) {
+      check(maxKeys, maxKeyLength);
+      this.maxKeys = maxKeys;
+      this.maxKeyLength = maxKeyLength;
+      this.ticker = ticker;
+    }
+
+    /** The rules of {@code --max-keys} and {@code --max-key-length}, checked whichever store runs (a flag is never accepted unread). */
+    static void check(int maxKeys, int maxKeyLength) {
       if (maxKeys < 1) {
         throw new IllegalArgumentException("--max-keys " + maxKeys + " is not positive; it must be at least 1");
       }
@@ -117,9 +125,6 @@ abstract class Store implements AutoCloseable {
         throw new IllegalArgumentException("--max-key-length " + maxKeyLength + " exceeds " + TicketCodec.MAX_MEMORY_KEY_LENGTH
             + ", the longest key whose refund ticket fits a request body; for longer keys use --redis or --postgres, which hash keys");
       }
-      this.maxKeys = maxKeys;
-      this.maxKeyLength = maxKeyLength;
-      this.ticker = ticker;
     }
 
     @Override String name() { return "memory"; }

@@ -53,7 +53,7 @@ class PolicyFileTest {
         "f: policy #2 repeats the name 'a'; every policy needs its own name (the name is part of every key's identity)");
     assertError("policies:\n  - name: bad name\n    algorithm: fixed-window\n    limit: 1\n    window: 1s\n",
         "f: policy #1 ('bad name'): policy name \"bad name\" is malformed; it must match [A-Za-z0-9][A-Za-z0-9._:-]{0,63}");
-    assertThatThrownBy(() -> PolicyFile.parse("policies: [", "f")).hasMessageStartingWith("f is not valid YAML: ");
+    assertThatThrownBy(() -> PolicyFile.parse("policies: [", "f")).hasMessageStartingWith("f is not valid YAML (line 1, column 12): ");
   }
 
   private static void assertError(String yaml, String message) {

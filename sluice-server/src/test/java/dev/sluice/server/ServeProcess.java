@@ -15,7 +15,9 @@ import java.util.regex.Pattern;
 
 /** {@code sluice serve} as a child process: started, signalled by its pid, its output and exit status read. */
 final class ServeProcess implements AutoCloseable {
-  private static final Pattern LISTENING = Pattern.compile("sluice: listening on (http://127\\.0\\.0\\.1:\\d+)");
+  /** The banner's address line: the URI, or a wildcard bound and then the URI to try from this host. */
+  private static final Pattern LISTENING = Pattern.compile("sluice: listening on (?:\\S+ \\(every address of this host\\), e\\.g\\. )?"
+      + "(http://127\\.0\\.0\\.1:\\d+)$");
 
   final Process process;
   final Path output;
@@ -29,8 +31,14 @@ final class ServeProcess implements AutoCloseable {
 
   /** Starts {@code sluice serve ARGS} and waits (polling its output, 30 s at most) for the whole banner; reads its address. */
   static ServeProcess start(Path dir, String... args) throws Exception {
+    return start(dir, List.of(), args);
+  }
+
+  /** As {@link #start(Path, String...)}, run under {@code prefix} (e.g. {@code nohup}). */
+  static ServeProcess start(Path dir, List<String> prefix, String... args) throws Exception {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    List<String> command = new ArrayList<>(List.of(java, "-cp", System.getProperty("java.class.path"), "dev.sluice.server.SluiceCli", "serve"));
+    List<String> command = new ArrayList<>(prefix);
+    command.addAll(List.of(java, "-cp", System.getProperty("java.class.path"), "dev.sluice.server.SluiceCli", "serve"));
     command.addAll(List.of(args));
     Path output = Files.createTempFile(dir, "serve", ".out");
     Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile()).start();
