@@ -187,7 +187,7 @@ class PostgresDeadlineUnderLoadTest {
     try (JdbcRateLimiter limiter = JdbcRateLimiter.builder(policy, new PostgresUnpooledDataSource("jdbc:postgresql://127.0.0.1:1/none"))
         .timeout(Duration.ofMillis(50)).asyncExecutor(queued::add).build()) {
       // The executor holds the statement; a worker takes it only after its deadline has passed.
-      CompletableFuture<StepResult> f = limiter.stepAsync(policy, StoreBackedRateLimiter.Step.ACQUIRE, "k", 1, 0, 0, System.nanoTime() - 1);
+      CompletableFuture<StepResult> f = limiter.stepAsync(policy, StoreBackedRateLimiter.Step.ACQUIRE, "k", 1, null, 0, System.nanoTime() - 1);
       assertThat(f).isNotDone();
       queued.forEach(Runnable::run);
       Throwable e = f.handle((r, t) -> t).join();
