@@ -522,10 +522,18 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       return;
     }
     try {
+      // Checked again under the flag: a caller whose reading is older than a scan that finished
+      // while it waited scans nothing new, and would move lastScanAt back.
+      if (!force && now < lastScanAt + RECLAIM_FLOOR_MICROS) {
+        return;
+      }
       // Published before any entry is removed: a caller that misses a removed entry (or finds it
       // dead) reads this afterwards and decides no earlier than now. Otherwise a caller holding an
       // older clock reading could recreate the key and reopen the very window that just expired.
-      lastScanAt = now;
+      // It never moves back: a caller that missed an entry an earlier scan removed relies on it.
+      if (now > lastScanAt) {
+        lastScanAt = now;
+      }
       long earliest = Long.MAX_VALUE;
       long visited = 0;
       earliestExpiry.set(Long.MAX_VALUE);
