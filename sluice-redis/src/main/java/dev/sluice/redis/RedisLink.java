@@ -1,14 +1,23 @@
 package dev.sluice.redis;
 
+import io.lettuce.core.AbstractRedisClient;
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisChannelHandler;
+import io.lettuce.core.RedisConnectionException;
+import io.lettuce.core.RedisConnectionStateListener;
+import io.lettuce.core.RedisFuture;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -28,6 +37,76 @@ abstract class RedisLink implements AutoCloseable {
   abstract RedisClusterAsyncCommands<String, String> commands();
 
   @Override public abstract void close();
+
+  /**
+   * The commands sent and not yet answered, each with the commands object (so the connection) it went
+   * through. When that connection drops they are failed at once, before Lettuce can send them again.
+   */
+  private final Map<RedisFuture<?>, Object> unanswered = new ConcurrentHashMap<>();
+
+  /**
+   * {@code f}, a script sent through {@code via}, kept until it is answered. Lettuce, left to itself,
+   * sends every command still unanswered when a connection drops again once it reconnects (its
+   * at-least-once default); a script whose reply was lost would then run twice: an acquire charged
+   * twice, which no ticket can undo. {@link #connectionLost} fails such commands first, and Lettuce
+   * sends no command that is done: each script is sent at most once per call.
+   */
+  <T> RedisFuture<T> sent(RedisClusterAsyncCommands<String, String> via, RedisFuture<T> f) {
+    unanswered.put(f, via);
+    f.whenComplete((r, e) -> unanswered.remove(f));
+    return f;
+  }
+
+  /**
+   * The connection behind {@code handler} dropped: every command sent through it and not answered
+   * fails now, as a call whose outcome is unknown (the script may have run). Runs on the connection's
+   * event loop as Lettuce reports the drop, before it reconnects and sends its buffer again.
+   */
+  void connectionLost(RedisChannelHandler<?, ?> handler) {
+    Object via = handler instanceof StatefulRedisConnection<?, ?> c ? c.async() : null;
+    if (via == null || unanswered.isEmpty()) {
+      return;
+    }
+    RedisConnectionException lost = null;
+    for (Map.Entry<RedisFuture<?>, Object> e : unanswered.entrySet()) {
+      if (e.getValue() == via && e.getKey() instanceof CompletableFuture<?> f && !f.isDone()) {
+        if (lost == null) {
+          lost = new RedisConnectionException("the connection to Redis dropped before the reply came; the script may have run");
+        }
+        f.completeExceptionally(lost);
+      }
+    }
+  }
+
+  /**
+   * Warns once per {@code holder} (a connection or client handed to the limiter) when its options let
+   * Lettuce send a command again after a drop, where {@link #connectionLost} cannot stop it: a
+   * connection the caller owns (no client to hear its drops from) and a Cluster (Lettuce's cluster
+   * commands are sent again whatever the limiter completes). With
+   * {@code ClientOptions.disconnectedBehavior(REJECT_COMMANDS)} Lettuce fails them itself.
+   */
+  static void warnIfScriptsMayRunTwice(Object holder, ClientOptions options) {
+    if (options == null || options.isRejectCommandsWhileDisconnected()) {
+      return;
+    }
+    synchronized (WARNED) {
+      if (!WARNED.add(holder)) {
+        return;
+      }
+    }
+    Owned.LOG.log(System.Logger.Level.WARNING, "this Redis " + (holder instanceof AbstractRedisClient ? "client" : "connection")
+        + " sends a command again after a reconnect when its reply was lost, so an acquire in flight when the connection"
+        + " drops may be charged twice (refunds and settlements are not: their scripts record the ticket); set"
+        + " ClientOptions.disconnectedBehavior(DisconnectedBehavior.REJECT_COMMANDS) on the client"
+        + (holder instanceof AbstractRedisClient ? "" : ", or build the limiter on the client so that it opens its own connection"));
+  }
+
+  private static final Set<Object> WARNED = java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>());
+
+  /** Number of commands sent and not yet answered (tests). */
+  int unanswered() {
+    return unanswered.size();
+  }
 
   /** How long {@link #asyncOf} waits for the scripts to load. */
   static final long SCRIPT_LOAD_MILLIS = 1_000;
@@ -68,6 +147,7 @@ abstract class RedisLink implements AutoCloseable {
     Borrowed(StatefulConnection<String, String> connection) {
       this.connection = connection;
       this.commands = asyncOf(connection);
+      warnIfScriptsMayRunTwice(connection, connection.getOptions());
     }
 
     @Override RedisClusterAsyncCommands<String, String> commands() {
@@ -107,7 +187,7 @@ abstract class RedisLink implements AutoCloseable {
     static final long INITIAL_WAIT_MILLIS = 2_000;
     /** How long close() waits for attempts in flight to end (one against a live server takes milliseconds). */
     static final long CLOSE_LIMIT_NANOS = 2_000_000_000L;
-    private static final System.Logger LOG = System.getLogger(RedisRateLimiter.class.getName());
+    static final System.Logger LOG = System.getLogger(RedisRateLimiter.class.getName());
     private static final ExecutorService CONNECTOR = Executors.newCachedThreadPool(r -> {
       Thread t = new Thread(r, "sluice-redis-connect");
       t.setDaemon(true);
@@ -120,6 +200,12 @@ abstract class RedisLink implements AutoCloseable {
     });
 
     private final Supplier<StatefulConnection<String, String>> connector;
+    private final AbstractRedisClient client;
+    private final RedisConnectionStateListener drops = new RedisConnectionStateListener() {
+      @Override public void onRedisDisconnected(RedisChannelHandler<?, ?> connection) {
+        connectionLost(connection);
+      }
+    };
     private final long builtAtNanos = System.nanoTime();
     private volatile StatefulConnection<String, String> connection;
     private volatile RedisClusterAsyncCommands<String, String> commands;
@@ -132,8 +218,13 @@ abstract class RedisLink implements AutoCloseable {
     private RuntimeException lastFailure;
     private ScheduledFuture<?> retries;
 
-    Owned(Supplier<StatefulConnection<String, String>> connector) {
+    Owned(Supplier<StatefulConnection<String, String>> connector, AbstractRedisClient client) {
       this.connector = connector;
+      this.client = client;
+      client.addListener(drops); // before the first connection: no drop goes unseen
+      if (client instanceof RedisClusterClient cluster) {
+        warnIfScriptsMayRunTwice(client, cluster.getOptions());
+      }
       // The first attempt is awaited for at most INITIAL_WAIT_MILLIS, so that build() cannot hang on a
       // frozen server for the client's timeouts, and no longer than it takes to fail.
       synchronized (this) {
@@ -293,6 +384,7 @@ abstract class RedisLink implements AutoCloseable {
       if (c != null) {
         c.close();
       }
+      client.removeListener(drops);
     }
 
     /** Waits, holding the lock, until no attempt is starting or in flight, or {@code deadline} passes. */

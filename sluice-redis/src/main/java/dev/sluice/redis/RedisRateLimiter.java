@@ -11,6 +11,7 @@ import dev.sluice.internal.StoredId;
 import dev.sluice.spi.StepResult;
 import dev.sluice.spi.StoreBackedRateLimiter;
 import dev.sluice.spi.StoreNotReachedException;
+import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisFuture;
@@ -88,7 +89,7 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
   private static final StepResult LAGGING = StepResult.invalidClock("the supplied clock lags behind its own earlier readings "
       + "by more than expiryGrace: a state this limiter wrote may have expired on Redis while the clock still counts it");
 
-  private final RedisLink link;
+  final RedisLink link; // package-private for tests: what it has sent and not had answered
   private final String graceMillis;
   /** The lag rule of a supplied clock; null with the server's. */
   private final ClockLag lag;
@@ -115,30 +116,30 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
   /** A limiter on a connection it opens from {@code client} (its default URI) and reopens after an outage. */
   public static Builder builder(Policy policy, RedisClient client) {
     Checks.notNull("client", client);
-    return new Builder(policy, () -> client.connect(StringCodec.UTF8), null);
+    return new Builder(policy, () -> client.connect(StringCodec.UTF8), client, null);
   }
 
   /** A limiter on a connection it opens from {@code client} to {@code uri} (standalone or Sentinel URI). */
   public static Builder builder(Policy policy, RedisClient client, RedisURI uri) {
     Checks.notNull("client", client);
     Checks.notNull("uri", uri);
-    return new Builder(policy, () -> client.connect(StringCodec.UTF8, uri), null);
+    return new Builder(policy, () -> client.connect(StringCodec.UTF8, uri), client, null);
   }
 
   /** A limiter on a Redis Cluster connection it opens from {@code client}. */
   public static Builder builder(Policy policy, RedisClusterClient client) {
     Checks.notNull("client", client);
-    return new Builder(policy, () -> client.connect(StringCodec.UTF8), null);
+    return new Builder(policy, () -> client.connect(StringCodec.UTF8), client, null);
   }
 
   /** A limiter on the caller's connection, which it uses as is and never closes. */
   public static Builder builder(Policy policy, StatefulRedisConnection<String, String> connection) {
-    return new Builder(policy, null, Checks.notNull("connection", connection));
+    return new Builder(policy, null, null, Checks.notNull("connection", connection));
   }
 
   /** A limiter on the caller's cluster connection, which it uses as is and never closes. */
   public static Builder builder(Policy policy, StatefulRedisClusterConnection<String, String> connection) {
-    return new Builder(policy, null, Checks.notNull("connection", connection));
+    return new Builder(policy, null, null, Checks.notNull("connection", connection));
   }
 
   /**
@@ -148,13 +149,15 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
    */
   public static final class Builder extends StoreBackedRateLimiter.Builder<Builder> {
     private final Supplier<StatefulConnection<String, String>> connector;
+    private final AbstractRedisClient client;
     private final StatefulConnection<String, String> borrowed;
     private Duration expiryGrace;
 
-    private Builder(Policy policy, Supplier<StatefulConnection<String, String>> connector,
+    private Builder(Policy policy, Supplier<StatefulConnection<String, String>> connector, AbstractRedisClient client,
                     StatefulConnection<String, String> borrowed) {
       super(policy, DEFAULT_TIMEOUT);
       this.connector = connector;
+      this.client = client;
       this.borrowed = borrowed;
     }
 
@@ -204,7 +207,7 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
      */
     public RedisRateLimiter build() {
       RedisPlan plan = RedisPlan.of(policy);
-      RedisLink link = borrowed != null ? new RedisLink.Borrowed(borrowed) : new RedisLink.Owned(connector);
+      RedisLink link = borrowed != null ? new RedisLink.Borrowed(borrowed) : new RedisLink.Owned(connector, client);
       return new RedisRateLimiter(this, plan, link);
     }
   }
@@ -314,14 +317,14 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
   private List<Object> eval(RedisPlan p, String[] keys, String[] argv, long deadline) throws Exception {
     RedisClusterAsyncCommands<String, String> c = commands();
     try {
-      return await(c.evalsha(p.script.sha, ScriptOutputType.MULTI, keys, argv), deadline);
+      return await(link.sent(c, c.evalsha(p.script.sha, ScriptOutputType.MULTI, keys, argv)), deadline);
     } catch (ExecutionException e) {
       if (!(e.getCause() instanceof RedisNoScriptException)) {
         throw e;
       }
     }
     // The server lost its script cache (restart, SCRIPT FLUSH, a new cluster node): EVAL runs and caches it.
-    return await(c.eval(p.script.body, ScriptOutputType.MULTI, keys, argv), deadline);
+    return await(link.sent(c, c.eval(p.script.body, ScriptOutputType.MULTI, keys, argv)), deadline);
   }
 
   private CompletableFuture<List<Object>> evalAsync(RedisPlan p, String[] keys, String[] argv) {
@@ -333,10 +336,10 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
       out.completeExceptionally(e);
       return out;
     }
-    RedisFuture<List<Object>> first = c.evalsha(p.script.sha, ScriptOutputType.MULTI, keys, argv);
+    RedisFuture<List<Object>> first = link.sent(c, c.evalsha(p.script.sha, ScriptOutputType.MULTI, keys, argv));
     first.whenComplete((reply, e) -> {
       if (e != null && unwrap(e) instanceof RedisNoScriptException && !out.isDone()) {
-        RedisFuture<List<Object>> retry = c.eval(p.script.body, ScriptOutputType.MULTI, keys, argv);
+        RedisFuture<List<Object>> retry = link.sent(c, c.eval(p.script.body, ScriptOutputType.MULTI, keys, argv));
         out.whenComplete((r, x) -> retry.cancel(false));
         retry.whenComplete((r2, e2) -> settle(out, r2, e2));
       } else {
