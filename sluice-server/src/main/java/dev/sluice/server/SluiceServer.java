@@ -267,8 +267,8 @@ public final class SluiceServer implements AutoCloseable {
   }
 
   /**
-   * Stops accepting (the connector's graceful shutdown also marks every answer from now on
-   * {@code Connection: close}), waits for the requests in flight, and only then gives idle
+   * Marks every answer from now on {@code Connection: close} and waits for the answers already under
+   * way ({@link InFlightHandler#drain}), stops accepting, waits for the requests in flight, and only then gives idle
    * keep-alive connections {@link #IDLE_GRACE_MILLIS} before they are closed: while anything is in
    * flight a client may still send on its open connection and be answered. Jetty's own stop then
    * waits, for what is left of the stop timeout, until every connection has closed.
@@ -278,6 +278,10 @@ public final class SluiceServer implements AutoCloseable {
       return;
     }
     long deadline = System.nanoTime() + stopTimeout.toNanos();
+    inFlight.drain(); // every answer from now on says Connection: close ...
+    while (inFlight.unmarked() > 0 && System.nanoTime() - deadline < 0) {
+      Thread.sleep(1); // ... and those already under way end before the connector shuts down
+    }
     connector.shutdown();
     while (inFlight.count() > 0 && System.nanoTime() - deadline < 0) {
       Thread.sleep(5); // polling the in-flight count, up to the stop timeout
