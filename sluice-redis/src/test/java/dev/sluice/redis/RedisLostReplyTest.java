@@ -5,18 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
+import dev.sluice.tck.FaultProxy;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -25,15 +19,15 @@ import org.junit.jupiter.api.Test;
 /**
  * Issue 26, finding 2, the acquire's half: when a script's reply was lost and the connection dropped,
  * Lettuce (at least once, its default) sent the same {@code EVALSHA} again once it reconnected, and
- * the acquire was charged twice (2 to 4 to 6 to 8 in the report). A proxy of the test's own in front
- * of a private redis-server (port 7181) lets the script run, discards its reply and closes the
+ * the acquire was charged twice (2 to 4 to 6 to 8 in the report). The fault kit's {@link FaultProxy}
+ * in front of a private redis-server (port 7181) lets the script run, discards its reply and closes the
  * connection; the limiter now fails what it sent on a connection as that connection drops, so
  * Lettuce sends nothing twice: the decision is {@code STORE_UNAVAILABLE} (the script may have run)
  * and the budget is charged at most once.
  */
 class RedisLostReplyTest {
   private RedisServerProcess server;
-  private DropReplyProxy proxy;
+  private FaultProxy proxy;
   private RedisClient client;
   private RedisRateLimiter limiter;
   private RedisRateLimiter direct;
@@ -41,7 +35,7 @@ class RedisLostReplyTest {
 
   @BeforeEach void start() throws Exception {
     server = RedisServerProcess.start(7181);
-    proxy = new DropReplyProxy(7181);
+    proxy = FaultProxy.toLoopback(7181);
     RedisURI uri = RedisURI.create("redis://127.0.0.1:" + proxy.port());
     uri.setTimeout(Duration.ofSeconds(5));
     client = RedisClient.create(uri);
@@ -167,93 +161,5 @@ class RedisLostReplyTest {
       d = call.get();
     }
     return d;
-  }
-
-  /**
-   * A TCP proxy on an ephemeral loopback port in front of 127.0.0.1:{@code target}. After
-   * {@link #dropNextReply}, the next bytes the server sends are discarded and that connection is
-   * closed on both sides: the command ran, its reply is lost.
-   */
-  static final class DropReplyProxy implements AutoCloseable {
-    private final ServerSocket listener;
-    private final int target;
-    private final AtomicBoolean drop = new AtomicBoolean();
-    private final List<Socket> sockets = new CopyOnWriteArrayList<>();
-
-    DropReplyProxy(int target) throws IOException {
-      this.target = target;
-      this.listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-      Thread accept = new Thread(this::accept, "drop-reply-proxy");
-      accept.setDaemon(true);
-      accept.start();
-    }
-
-    int port() {
-      return listener.getLocalPort();
-    }
-
-    void dropNextReply() {
-      drop.set(true);
-    }
-
-    boolean dropPending() {
-      return drop.get();
-    }
-
-    private void accept() {
-      while (!listener.isClosed()) {
-        try {
-          Socket in = listener.accept();
-          Socket out = new Socket(InetAddress.getLoopbackAddress(), target);
-          in.setTcpNoDelay(true);
-          out.setTcpNoDelay(true);
-          sockets.add(in);
-          sockets.add(out);
-          pump(in, out, false);
-          pump(out, in, true);
-        } catch (IOException e) {
-          return; // closed
-        }
-      }
-    }
-
-    private void pump(Socket from, Socket to, boolean replies) {
-      Thread t = new Thread(() -> {
-        byte[] buf = new byte[16 * 1024];
-        try (InputStream is = from.getInputStream(); OutputStream os = to.getOutputStream()) {
-          for (int n; (n = is.read(buf)) > 0; ) {
-            if (replies && drop.compareAndSet(true, false)) {
-              from.close();
-              to.close();
-              return;
-            }
-            os.write(buf, 0, n);
-            os.flush();
-          }
-        } catch (IOException e) {
-          // a side closed
-        } finally {
-          closeQuietly(from);
-          closeQuietly(to);
-        }
-      }, "drop-reply-pump");
-      t.setDaemon(true);
-      t.start();
-    }
-
-    private static void closeQuietly(Socket s) {
-      try {
-        s.close();
-      } catch (IOException e) {
-        // closing
-      }
-    }
-
-    @Override public void close() throws IOException {
-      listener.close();
-      for (Socket s : sockets) {
-        closeQuietly(s);
-      }
-    }
   }
 }

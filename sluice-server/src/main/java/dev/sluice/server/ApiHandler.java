@@ -401,7 +401,7 @@ final class ApiHandler extends Handler.Abstract {
       result = e.limiter().refund(ticketOf(e, c));
       detail = switch (result) {
         case APPLIED -> "permits returned";
-        case NO_EFFECT -> "nothing to give back: the window rolled or the bucket is full";
+        case NO_EFFECT -> "nothing to give back: the ticket was spent already, the window rolled or the bucket is full";
         case FAILED -> "the store could not be updated; the limiter stays stricter";
         case UNKNOWN -> "the store did not answer in time; the refund may have been applied";
       };
@@ -443,7 +443,8 @@ final class ApiHandler extends Handler.Abstract {
       result = e.limiter().settle(ticketOf(e, c), actual);
       detail = switch (result) {
         case APPLIED -> actual < c.permits() ? "unused permits returned" : "overrun charged";
-        case NO_EFFECT -> "nothing changed: the actual equals the reservation, or the window rolled before the rest could go back";
+        case NO_EFFECT -> "nothing changed: the ticket was spent already, the actual equals the reservation, or the window rolled"
+            + " before the rest could go back";
         case FAILED -> "the store could not be updated; the reservation stays the charge";
         case UNKNOWN -> "the store did not answer in time; the settlement may have been applied";
       };

@@ -30,7 +30,6 @@ final class PostgresStore extends Store {
 
   private final String url;
   private final String table;
-  private final String spentTable;
   private final FailureMode failureMode;
   private final Duration timeout;
   private final HikariDataSource dataSource;
@@ -47,13 +46,11 @@ final class PostgresStore extends Store {
     }
     try {
       JdbcRateLimiter.ddl(table, false); // validates the name before anything connects
-      JdbcRateLimiter.ddl(table + "_spent", false); // and the spent-ticket table's
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("--postgres-table: " + e.getMessage());
     }
     this.url = url;
     this.table = table;
-    this.spentTable = table + "_spent";
     this.failureMode = failureMode;
     this.timeout = timeout;
     HikariConfig c = new HikariConfig();
@@ -73,53 +70,10 @@ final class PostgresStore extends Store {
   @Override String name() { return "postgres"; }
 
   @Override String describe() {
-    return "PostgreSQL at " + redact(url) + ", tables " + table + " and " + spentTable + " (shared by every instance)";
+    return "PostgreSQL at " + redact(url) + ", table " + table + " (shared by every instance)";
   }
 
   @Override boolean shared() { return true; }
-
-  /**
-   * Spent tickets as rows of {@code <table>_spent} (id, expires_at in epoch microseconds), inserted
-   * with {@code ON CONFLICT DO NOTHING}, so that of all instances exactly one marks a ticket; expired
-   * rows are swept with the limits.
-   */
-  @Override SpentSet spentSet(int capacity) {
-    return new SpentSet() {
-      @Override public Mark mark(String id, long expiresAtMicros, long nowMicros) {
-        try (java.sql.Connection c = dataSource.getConnection();
-             java.sql.PreparedStatement s = c.prepareStatement("INSERT INTO " + spentTable + " (id, expires_at) VALUES (?, ?)"
-                 + " ON CONFLICT (id) DO NOTHING")) {
-          s.setQueryTimeout(queryTimeoutSeconds());
-          s.setString(1, id);
-          s.setLong(2, expiresAtMicros);
-          return s.executeUpdate() == 1 ? Mark.MARKED : Mark.ALREADY_SPENT;
-        } catch (SQLException | RuntimeException e) {
-          return Mark.FAILED;
-        }
-      }
-
-      @Override public void unmark(String id) {
-        try (java.sql.Connection c = dataSource.getConnection();
-             java.sql.PreparedStatement s = c.prepareStatement("DELETE FROM " + spentTable + " WHERE id = ?")) {
-          s.setQueryTimeout(queryTimeoutSeconds());
-          s.setString(1, id);
-          s.executeUpdate();
-        } catch (SQLException | RuntimeException e) {
-          // The ticket stays spent: a refund then cannot be retried, which is the stricter side.
-        }
-      }
-    };
-  }
-
-  private int queryTimeoutSeconds() {
-    return (int) Math.max(1, (timeout.toMillis() + 999) / 1000);
-  }
-
-  private void execute(String sql) throws SQLException {
-    try (java.sql.Connection c = dataSource.getConnection(); java.sql.Statement s = c.createStatement()) {
-      s.execute(sql);
-    }
-  }
 
   @Override void check(List<Policy> policies) {
     refuseSlidingLog(policies, "postgres");
@@ -142,7 +96,6 @@ final class PostgresStore extends Store {
   private void applySchema() {
     try {
       limiters.get(0).applySchema();
-      execute("CREATE TABLE IF NOT EXISTS " + spentTable + " (id text PRIMARY KEY, expires_at bigint NOT NULL)");
       if (schemaAttempts++ > 0) {
         LOG.log(System.Logger.Level.INFO, "applied the schema of table " + table + " now that the database answers");
       }
@@ -178,7 +131,6 @@ final class PostgresStore extends Store {
     try {
       SweepResult r = limiters.get(0).sweep();
       LOG.log(System.Logger.Level.DEBUG, "swept " + table + ": " + r);
-      execute("DELETE FROM " + spentTable + " WHERE expires_at < " + dev.sluice.Ticker.system().nowMicros());
     } catch (SQLException | RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "sweep of " + table + " failed: " + e.getMessage());
     }

@@ -7,7 +7,6 @@ import dev.sluice.RateLimiter;
 import dev.sluice.redis.RedisRateLimiter;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
-import io.lettuce.core.SetArgs;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.codec.StringCodec;
 import java.time.Duration;
@@ -29,7 +28,6 @@ final class RedisStore extends Store {
   private final Duration timeout;
   private final List<RedisRateLimiter> limiters = new CopyOnWriteArrayList<>();
   private StatefulRedisConnection<String, String> aux;
-  static final String SPENT_PREFIX = "sluice:spent:";
 
   RedisStore(String url, FailureMode failureMode, Duration timeout) {
     this.url = url;
@@ -59,7 +57,7 @@ final class RedisStore extends Store {
     return l;
   }
 
-  /** The store's own connection (readiness probe, spent tickets), opened on first use and again after a failure. */
+  /** The store's own connection (the readiness probe), opened on first use and again after a failure. */
   private synchronized StatefulRedisConnection<String, String> aux() throws Exception {
     if (aux == null || !aux.isOpen()) {
       if (aux != null) {
@@ -83,39 +81,6 @@ final class RedisStore extends Store {
     } catch (Exception e) {
       return "store_unavailable";
     }
-  }
-
-  /**
-   * Spent tickets as Redis keys {@code sluice:spent:<ticket id>}, set with {@code SET NX} and a TTL to
-   * the ticket's expiry, so that of all instances exactly one marks a ticket, and Redis forgets it
-   * when it could no longer refund anyway.
-   */
-  @Override SpentSet spentSet(int capacity) {
-    return new SpentSet() {
-      @Override public Mark mark(String id, long expiresAtMicros, long nowMicros) {
-        long ttlMillis = Math.max(1, (expiresAtMicros - nowMicros + 999) / 1000);
-        try {
-          String r = aux().async().set(SPENT_PREFIX + id, "1", SetArgs.Builder.nx().px(ttlMillis))
-              .get(timeout.toNanos(), TimeUnit.NANOSECONDS);
-          return "OK".equals(r) ? Mark.MARKED : Mark.ALREADY_SPENT;
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return Mark.FAILED;
-        } catch (Exception e) {
-          return Mark.FAILED;
-        }
-      }
-
-      @Override public void unmark(String id) {
-        try {
-          aux().async().del(SPENT_PREFIX + id).get(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        } catch (Exception e) {
-          // The ticket stays spent: a refund then cannot be retried, which is the stricter side.
-        }
-      }
-    };
   }
 
   @Override public void close() {

@@ -2,10 +2,26 @@ package dev.sluice.server;
 
 /**
  * The tickets already refunded, so that a ticket refunds once: in the process on the memory store
- * ({@link SpentTickets}), and in the shared store itself on Redis and PostgreSQL, so that a ticket
- * refunds once across every instance behind a load balancer. A ticket is named by its id (issue 26: never its text).
+ * ({@link SpentTickets}). On Redis and PostgreSQL nothing is kept here ({@link #IN_THE_STORE}): the
+ * limiter's own store step records the ticket as spent in the atomic step that applies it, which holds
+ * across every instance behind a load balancer and, unlike a mark of the service's own, cannot outlive
+ * a step that never ran. A ticket is named by its id (issue 26: never its text).
  */
 interface SpentSet {
+  /**
+   * A shared store's: every ticket may be spent as far as the service knows, and the store step
+   * answers no_effect for one it recorded. A mark kept beside the step made a refund whose mark was
+   * written but whose answer was lost (a frozen or dropped connection) unusable although nothing was
+   * applied (issue 26: ServiceTicketsOnceTest).
+   */
+  SpentSet IN_THE_STORE = new SpentSet() {
+    @Override public Mark mark(String id, long expiresAtMicros, long nowMicros) {
+      return Mark.MARKED;
+    }
+
+    @Override public void unmark(String id) {}
+  };
+
   /** What marking a ticket found. */
   enum Mark {
     /** Not spent before; now it is. */

@@ -46,11 +46,11 @@ abstract class Store implements AutoCloseable {
 
   /**
    * Where refunded tickets are remembered: in the process for the memory store (at most
-   * {@code capacity} live ones), in the store itself for a shared one, so that a ticket refunds once
-   * across every instance.
+   * {@code capacity} live ones); for a shared one, by the limiter's store step itself, so that a
+   * ticket refunds once across every instance.
    */
-  SpentSet spentSet(int capacity) {
-    return new SpentTickets(capacity);
+  final SpentSet spentSet(int capacity) {
+    return shared() ? SpentSet.IN_THE_STORE : new SpentTickets(capacity);
   }
 
   /** Fails fast when a policy's algorithm is not supported by this store. */

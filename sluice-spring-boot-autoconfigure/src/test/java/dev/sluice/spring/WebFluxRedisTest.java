@@ -32,7 +32,7 @@ class WebFluxRedisTest {
   @Test void sixteenThreadsAreAdmittedExactlyAndNothingBlocks() throws Exception {
     String id = UUID.randomUUID().toString();
     Client client = new Client(port);
-    client.get("/bulk", "X-Client", "warm-up-" + id);
+    client.warmUp("/bulk", "X-Client", "warm-up-" + id);
     BLOCKED.clear();
     assertThat(Apps.admitted(240, 429, () -> "/bulk", id, client)).isEqualTo(100);
     assertThat(client.get("/reactive/" + id).statusCode()).isEqualTo(200);
