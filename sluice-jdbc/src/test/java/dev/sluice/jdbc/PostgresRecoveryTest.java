@@ -53,9 +53,9 @@ class PostgresRecoveryTest {
   /** The target: every key decides on the store this soon after the store's return. */
   static final long RECOVERY_MILLIS = 100;
   /**
-   * What the limiter may add to the floor on this 2-core machine shared with other builds: 24 to
-   * 142 ms at load averages of 12 to 14, once 309 ms (after SIGSTOP), up to 241 ms at 20 (new
-   * backends plan their first statements, every thread waits for a CPU). The pool's back-off, which
+   * What the limiter may add to the floor on this 2-core machine shared with other builds: mostly 24
+   * to 142 ms at load averages of 9 to 14, at worst 319 ms (new backends plan their first
+   * statements, every thread waits for a CPU). The pool's back-off, which
    * this test was written against, made recovery 0.3 to 5.2 s.
    */
   static final long MARGIN_MILLIS = 500;
