@@ -8,7 +8,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Map;
 import java.util.WeakHashMap;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -22,9 +21,10 @@ import javax.sql.DataSource;
  *
  * <p>Open, a decision borrows from the data source as usual. A failure that says the store cannot be
  * reached ({@link SqlFailure#unreachable}: refused, terminated, lost, no answer) closes it: decisions
- * then wait here, each until its own deadline, instead of in the pool, and one probe thread asks the
- * data source for a connection, checks it with {@code SELECT 1} and opens the gate on the first that
- * answers. The waiting decisions go on at once.
+ * are then answered at once as not reached (STORE_UNAVAILABLE, as an outage is: no caller's thread is
+ * held for its whole deadline on every decision of an outage, and none waits in the pool), and one
+ * probe thread asks the data source for a connection, checks it with {@code SELECT 1} and opens the
+ * gate on the first that answers. The next decision goes to the store.
  *
  * <p>Why not simply wait in the pool. When PostgreSQL restarts every pooled connection dies, and the
  * pool opens new ones. HikariCP opens them on one background thread, and after each failed attempt it
@@ -39,7 +39,7 @@ import javax.sql.DataSource;
  * whoever waits: hence {@code minimumIdle = 0} in docs/postgresql.md.)
  *
  * <p>The probe borrows through the data source, never around it, so a user's pool, its settings and
- * its credentials stay in charge. It runs while decisions wait, and stops after
+ * its credentials stay in charge. It runs while decisions are asked, and stops after
  * {@link #PROBE_IDLE_NANOS} without one (the next decision starts it again).
  */
 final class ConnectionGate {
@@ -52,10 +52,10 @@ final class ConnectionGate {
   private static final Executor DIRECT = Runnable::run;
   private static final Map<DataSource, ConnectionGate> GATES = new WeakHashMap<>();
 
-  /** Null while open; counted down when it opens. */
-  private volatile CountDownLatch closed;
-  /** A decision's last wait at the closed gate. */
-  private volatile long lastWaiter;
+  /** Whether decisions are answered as not reached until the probe reaches the store. */
+  private volatile boolean closed;
+  /** When a decision was last asked at the closed gate. */
+  private volatile long lastAsked;
   /** How long a borrow takes: the fastest lately (it falls to a faster one at once, rises by 1/64 of a slower one); -1 before the first. */
   private volatile long typicalBorrowNanos = -1;
   private Thread probe; // guarded by this
@@ -70,30 +70,17 @@ final class ConnectionGate {
   }
 
   /**
-   * A connection from {@code dataSource} for a call answered by {@code deadline}: borrowed at once
-   * while the gate is open, else after it opens. Throws {@link StoreNotReachedException} (caused by a
-   * {@link TimeoutException}) when the deadline passes first or the caller abandoned {@code wait};
-   * an {@link SQLException} from the data source as it comes.
+   * A connection from {@code dataSource} for a call answered by {@code deadline}, while the gate is
+   * open. Throws {@link StoreNotReachedException}: at once while it is closed; caused by a
+   * {@link TimeoutException} when the deadline passes first or the caller abandoned {@code wait}. An
+   * {@link SQLException} from the data source as it comes.
    */
   Connection borrow(DataSource dataSource, ConnectionWait wait, long deadline, int networkTimeoutMillis)
       throws SQLException {
-    CountDownLatch c = closed;
-    if (c != null) {
-      lastWaiter = System.nanoTime();
+    if (closed) {
+      lastAsked = System.nanoTime();
       startProbe(dataSource, networkTimeoutMillis);
-      boolean opened = false;
-      if (wait.begin()) {
-        try {
-          opened = c.await(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
-        } catch (InterruptedException abandoned) {
-          // ended below
-        } finally {
-          wait.end();
-        }
-      }
-      if (!opened) {
-        throw notReached("the store has not answered since the limiter lost it");
-      }
+      throw new StoreNotReachedException("the store has not answered since the limiter lost it; a probe is asking it again");
     }
     long start = System.nanoTime();
     if (!wait.begin()) {
@@ -121,24 +108,20 @@ final class ConnectionGate {
 
   /** A decision's statement or borrow failed with {@code failure}: when it says the store is unreachable, the gate closes. */
   void failed(DataSource dataSource, SQLException failure, int networkTimeoutMillis) {
-    if (closed == null && SqlFailure.unreachable(failure)) {
-      synchronized (this) {
-        if (closed == null) {
-          closed = new CountDownLatch(1);
-        }
-      }
-      lastWaiter = System.nanoTime();
+    if (!closed && SqlFailure.unreachable(failure)) {
+      closed = true;
+      lastAsked = System.nanoTime();
       startProbe(dataSource, networkTimeoutMillis);
     }
   }
 
-  /** Whether decisions wait for the probe (tests). */
+  /** Whether decisions are answered as not reached until the probe reaches the store (tests). */
   boolean isClosed() {
-    return closed != null;
+    return closed;
   }
 
   private synchronized void startProbe(DataSource dataSource, int networkTimeoutMillis) {
-    if (probe == null && closed != null) {
+    if (probe == null && closed) {
       probe = new Thread(() -> probe(dataSource, networkTimeoutMillis), "sluice-jdbc-probe");
       probe.setDaemon(true);
       probe.start();
@@ -148,7 +131,7 @@ final class ConnectionGate {
   /** Asks for a connection until one answers {@code SELECT 1}, then opens the gate; stops early when no decision waits. */
   private void probe(DataSource dataSource, int networkTimeoutMillis) {
     try {
-      while (closed != null && System.nanoTime() - lastWaiter < PROBE_IDLE_NANOS) {
+      while (closed && System.nanoTime() - lastAsked < PROBE_IDLE_NANOS) {
         Connection c = probeBorrow(dataSource, networkTimeoutMillis);
         if (c == null) {
           pause();
@@ -221,12 +204,8 @@ final class ConnectionGate {
     return typical < 0 ? TimeUnit.SECONDS.toNanos(1) : Math.max(PROBE_WAIT_NANOS, 4 * typical);
   }
 
-  private synchronized void open() {
-    CountDownLatch c = closed;
-    closed = null;
-    if (c != null) {
-      c.countDown();
-    }
+  private void open() {
+    closed = false;
   }
 
   private static StoreNotReachedException notReached(String why) {
