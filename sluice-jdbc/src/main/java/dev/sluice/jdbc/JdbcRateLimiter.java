@@ -245,28 +245,64 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
    * call's result of it), nothing written. A call whose caller was already answered never runs.
    */
   private <T> CompletableFuture<T> submit(PostgresCall call, Work<T> work, Function<StepResult, T> corrupt) {
+    StatementTask<T> task = new StatementTask<>(call, work, corrupt);
     try {
-      return CompletableFuture.supplyAsync(() -> {
-        if (System.nanoTime() - call.deadline >= 0) {
-          // The caller's deadline passed while the statement waited for a worker: do not touch the store.
-          // A TIMEOUT, not STORE_UNAVAILABLE: on a machine short of CPU this can answer the caller
-          // before its deadline timer does (issue 26, finding 7).
-          throw new CompletionException(new StoreNotReachedException("the deadline passed before the statement started",
-              new TimeoutException("the deadline passed while the statement waited for the limiter's executor")));
-        }
-        try {
-          return work.run();
-        } catch (StoreFailure f) {
-          if (f.reason == Reason.CORRUPT_STATE) {
-            return corrupt.apply(StepResult.corrupt("the row of the key is not a state Sluice wrote"));
-          }
-          throw new CompletionException(f.getCause() != null ? f.getCause() : f);
-        } catch (SQLException e) {
-          throw new CompletionException(e);
-        }
-      }, executor);
+      executor.execute(task);
     } catch (RejectedExecutionException e) {
       throw new StoreNotReachedException("the limiter's executor refused the statement", e);
+    }
+    return task;
+  }
+
+  /**
+   * One call's JDBC work on the executor, as its future. Cancelling it (the caller was answered at its
+   * deadline) abandons the worker's wait for a connection ({@link ConnectionWait}): a worker never
+   * waits in the pool, nor takes a connection, for a caller who is gone.
+   */
+  private static final class StatementTask<T> extends CompletableFuture<T> implements Runnable {
+    private final PostgresCall call;
+    private final Work<T> work;
+    private final Function<StepResult, T> corrupt;
+
+    StatementTask(PostgresCall call, Work<T> work, Function<StepResult, T> corrupt) {
+      this.call = call;
+      this.work = work;
+      this.corrupt = corrupt;
+    }
+
+    @Override public boolean cancel(boolean mayInterruptIfRunning) {
+      call.connectionWait.abandon();
+      return super.cancel(mayInterruptIfRunning);
+    }
+
+    @Override public void run() {
+      if (isDone()) {
+        return; // its caller was answered while it queued
+      }
+      if (System.nanoTime() - call.deadline >= 0) {
+        // The caller's deadline passed while the statement waited for a worker: do not touch the store.
+        // A TIMEOUT, not STORE_UNAVAILABLE: on a machine short of CPU this can answer the caller
+        // before its deadline timer does (issue 26, finding 7).
+        fail(new StoreNotReachedException("the deadline passed before the statement started",
+            new TimeoutException("the deadline passed while the statement waited for the limiter's executor")));
+        return;
+      }
+      try {
+        complete(work.run());
+      } catch (StoreFailure f) {
+        if (f.reason == Reason.CORRUPT_STATE) {
+          complete(corrupt.apply(StepResult.corrupt("the row of the key is not a state Sluice wrote")));
+        } else {
+          fail(f.getCause() != null ? f.getCause() : f);
+        }
+      } catch (SQLException | RuntimeException | Error e) {
+        fail(e);
+      }
+    }
+
+    /** Completes with {@code e} as {@link CompletableFuture#supplyAsync} does: wrapped in a {@link CompletionException}. */
+    private void fail(Throwable e) {
+      completeExceptionally(e instanceof CompletionException ? e : new CompletionException(e));
     }
   }
 

@@ -21,6 +21,8 @@ final class PostgresCall {
   boolean invalidClock;
   /** A coalesced batch's permits, in arrival order ({@code Op.BATCH}; {@code permits} is their smallest). */
   long[] batch;
+  /** The worker's wait for a connection, abandoned when the caller is answered without it. */
+  final ConnectionWait connectionWait = new ConnectionWait();
 
   PostgresCall(Op op, Policy policy, String key, long permits, int alg, String tenant, long deadline) {
     this.op = op;

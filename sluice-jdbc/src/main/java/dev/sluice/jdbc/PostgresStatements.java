@@ -35,6 +35,7 @@ final class PostgresStatements {
   private static final int RACE_ATTEMPTS = 3;
 
   private final DataSource dataSource;
+  private final ConnectionGate gate;
   private final int networkTimeoutMillis;
   private final boolean tenantMode;
   private final String defaultPolicyName;
@@ -50,6 +51,7 @@ final class PostgresStatements {
 
   PostgresStatements(DataSource dataSource, Duration timeout, PostgresSql sql, Policy defaultPolicy, boolean tenantMode) {
     this.dataSource = dataSource;
+    this.gate = ConnectionGate.of(dataSource);
     // Bounds a read from a server that stopped answering: twice the deadline, at least 1 s.
     this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, Math.max(1_000, 2 * timeout.toMillis()));
     this.tenantMode = tenantMode;
@@ -68,9 +70,7 @@ final class PostgresStatements {
   }
 
   StepResult acquire(PostgresCall call) throws SQLException {
-    try (Connection c = connection()) {
-      return acquire(c, call, call.policy, call.alg);
-    }
+    return onConnection(call, c -> acquire(c, call, call.policy, call.alg));
   }
 
   private StepResult acquire(Connection c, PostgresCall call, Policy p, int alg) throws SQLException {
@@ -130,6 +130,10 @@ final class PostgresStatements {
    * and the model disagree). A row pinned to another algorithm is decided request by request.
    */
   StepResult[] batch(PostgresCall call) throws SQLException {
+    return onConnection(call, c -> batch(c, call));
+  }
+
+  private StepResult[] batch(Connection c, PostgresCall call) throws SQLException {
     Policy p = call.policy;
     int alg = call.alg;
     long[] ns = call.batch;
@@ -137,86 +141,85 @@ final class PostgresStatements {
     String pid = policyId(p);
     String kid = StoredId.key(p.name(), call.key);
     PostgresSql.Bound sql = batchSql[alg];
-    try (Connection c = connection()) {
-      for (int attempt = 1; ; attempt++) {
-        PostgresSql.BatchRows rows;
-        try (PreparedStatement ps = c.prepareStatement(sql.sql)) {
-          Long[] boxed = new Long[ns.length];
-          for (int i = 0; i < ns.length; i++) {
-            boxed[i] = ns[i];
-          }
-          java.sql.Array array = c.createArrayOf("int8", boxed);
-          sql.bind(ps, (st, j, name) -> {
-            if (name.equals("ns")) {
-              st.setArray(j, array);
-            } else {
-              bindOne(st, j, name, call, pid, kid, alg, p.algorithm(), 0, null);
-            }
-          });
-          try (ResultSet r = mainResult(ps)) {
-            rows = PostgresSql.BatchRows.read(r, ns.length);
-          }
-        }
-        if (!rows.wellFormed()) {
-          throw new StoreFailure(Reason.CORRUPT_STATE, null);
-        }
-        Policy eff = rows.pinned() ? PostgresRow.pinnedPolicy(p, rows.alg(), rows.p1(), rows.p2(), rows.p3()) : p;
-        if (rows.before() == null) {
-          // pinned to another algorithm: each request alone, in order, as the single statement decides it
-          for (int i = 0; i < ns.length; i++) {
-            PostgresCall one = new PostgresCall(PostgresCall.Op.ACQUIRE, p, call.key, ns[i], alg, call.tenant, call.deadline);
-            one.now = call.now;
-            rs[i] = acquire(c, one, p, alg);
-          }
-          return rs;
-        }
-        boolean admitted = false;
-        for (boolean ok : rows.ok()) {
-          admitted |= ok;
-        }
-        if (admitted && !rows.wrote()) {
-          // another writer inserted (or the sweep deleted) the row after this statement's snapshot:
-          // nothing was written; ask again (rare: bounded by count and deadline)
-          if (attempt < RACE_ATTEMPTS && System.nanoTime() - call.deadline < 0) {
-            continue;
-          }
-          Arrays.fill(rs, decided(StepResult.decided(false, 0, 0, 0, 0, false), eff, p));
-          return rs;
-        }
-        Outcome out = new Outcome();
-        long[] st = rows.before()[0].clone();
+    for (int attempt = 1; ; attempt++) {
+      PostgresSql.BatchRows rows;
+      try (PreparedStatement ps = c.prepareStatement(sql.sql)) {
+        Long[] boxed = new Long[ns.length];
         for (int i = 0; i < ns.length; i++) {
-          if (!Arrays.equals(st, rows.before()[i])) {
-            Arrays.fill(rs, StepResult.corrupt("the batch statement and the reference model disagree at request " + i));
-            return rs;
+          boxed[i] = ns[i];
+        }
+        java.sql.Array array = c.createArrayOf("int8", boxed);
+        sql.bind(ps, (st, j, name) -> {
+          if (name.equals("ns")) {
+            st.setArray(j, array);
+          } else {
+            bindOne(st, j, name, call, pid, kid, alg, p.algorithm(), 0, null);
           }
-          ReferenceModel.acquire(eff.algorithm(), st, rows.now(), ns[i], out);
-          if (!out.corrupt() && !out.invalidClock() && out.allowed() != rows.ok()[i]) {
-            Arrays.fill(rs, StepResult.corrupt("the batch statement and the reference model disagree at request " + i));
-            return rs;
-          }
-          rs[i] = out.corrupt() || out.invalidClock() ? ModelSteps.of(out) : decided(ModelSteps.of(out), eff, p);
+        });
+        try (ResultSet r = mainResult(ps)) {
+          rows = PostgresSql.BatchRows.read(r, ns.length);
+        }
+      }
+      if (!rows.wellFormed()) {
+        throw new StoreFailure(Reason.CORRUPT_STATE, null);
+      }
+      Policy eff = rows.pinned() ? PostgresRow.pinnedPolicy(p, rows.alg(), rows.p1(), rows.p2(), rows.p3()) : p;
+      if (rows.before() == null) {
+        // pinned to another algorithm: each request alone, in order, as the single statement decides it
+        for (int i = 0; i < ns.length; i++) {
+          PostgresCall one = new PostgresCall(PostgresCall.Op.ACQUIRE, p, call.key, ns[i], alg, call.tenant, call.deadline);
+          one.now = call.now;
+          rs[i] = acquire(c, one, p, alg);
         }
         return rs;
       }
+      boolean admitted = false;
+      for (boolean ok : rows.ok()) {
+        admitted |= ok;
+      }
+      if (admitted && !rows.wrote()) {
+        // another writer inserted (or the sweep deleted) the row after this statement's snapshot:
+        // nothing was written; ask again (rare: bounded by count and deadline)
+        if (attempt < RACE_ATTEMPTS && System.nanoTime() - call.deadline < 0) {
+          continue;
+        }
+        Arrays.fill(rs, decided(StepResult.decided(false, 0, 0, 0, 0, false), eff, p));
+        return rs;
+      }
+      Outcome out = new Outcome();
+      long[] st = rows.before()[0].clone();
+      for (int i = 0; i < ns.length; i++) {
+        if (!Arrays.equals(st, rows.before()[i])) {
+          Arrays.fill(rs, StepResult.corrupt("the batch statement and the reference model disagree at request " + i));
+          return rs;
+        }
+        ReferenceModel.acquire(eff.algorithm(), st, rows.now(), ns[i], out);
+        if (!out.corrupt() && !out.invalidClock() && out.allowed() != rows.ok()[i]) {
+          Arrays.fill(rs, StepResult.corrupt("the batch statement and the reference model disagree at request " + i));
+          return rs;
+        }
+        rs[i] = out.corrupt() || out.invalidClock() ? ModelSteps.of(out) : decided(ModelSteps.of(out), eff, p);
+      }
+      return rs;
     }
   }
 
   StepResult peek(PostgresCall call) throws SQLException {
     Policy p = call.policy;
-    try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(peekSql.sql)) {
-      bind(ps, peekSql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), 1, null);
-      PostgresSql.PeekRow row;
-      try (ResultSet rs = mainResult(ps)) {
-        row = PostgresSql.PeekRow.read(rs);
+    PostgresSql.PeekRow row = onConnection(call, c -> {
+      try (PreparedStatement ps = c.prepareStatement(peekSql.sql)) {
+        bind(ps, peekSql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), 1, null);
+        try (ResultSet rs = mainResult(ps)) {
+          return PostgresSql.PeekRow.read(rs);
+        }
       }
-      PostgresSql.Snapshot snap = wellFormed(row.cur());
-      Policy eff = snap != null && snap.pinned() ? PostgresRow.pinnedPolicy(p, snap.alg(), snap.p1(), snap.p2(), snap.p3()) : p;
-      Outcome out = new Outcome();
-      ReferenceModel.peek(eff.algorithm(), state(snap, eff), row.now(), out);
-      return out.corrupt() || out.invalidClock() ? ModelSteps.of(out)
-          : decided(StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), 0, false), eff, p);
-    }
+    });
+    PostgresSql.Snapshot snap = wellFormed(row.cur());
+    Policy eff = snap != null && snap.pinned() ? PostgresRow.pinnedPolicy(p, snap.alg(), snap.p1(), snap.p2(), snap.p3()) : p;
+    Outcome out = new Outcome();
+    ReferenceModel.peek(eff.algorithm(), state(snap, eff), row.now(), out);
+    return out.corrupt() || out.invalidClock() ? ModelSteps.of(out)
+        : decided(StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), 0, false), eff, p);
   }
 
   /** {@code r}, marked as decided under the key's pinned override when that is not the call's policy. */
@@ -231,30 +234,59 @@ final class PostgresStatements {
   boolean refund(PostgresCall call, Ticket ticket) throws SQLException {
     Policy p = call.policy;
     PostgresSql.Bound sql = (call.op == PostgresCall.Op.OVERRUN ? overrunSql : refundSql)[call.alg];
-    try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(sql.sql)) {
-      bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, ticket);
-      try (ResultSet rs = mainResult(ps)) {
-        return PostgresSql.refundApplied(rs);
+    return onConnection(call, c -> {
+      try (PreparedStatement ps = c.prepareStatement(sql.sql)) {
+        bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, ticket);
+        try (ResultSet rs = mainResult(ps)) {
+          return PostgresSql.refundApplied(rs);
+        }
       }
-    }
+    });
   }
 
   void reset(PostgresCall call) throws SQLException {
-    update(resetSql, call);
+    onConnection(call, c -> update(c, resetSql, call));
   }
 
   void override(PostgresCall call) throws SQLException {
-    update(overrideSql, call);
+    try (Connection c = connection()) {
+      update(c, overrideSql, call);
+    }
   }
 
   /** Whether there was an override to clear. */
   boolean clearOverride(PostgresCall call) throws SQLException {
-    return update(clearOverrideSql, call) > 0;
+    try (Connection c = connection()) {
+      return update(c, clearOverrideSql, call) > 0;
+    }
   }
 
-  /** A connection in autocommit, with a network timeout that frees a worker stuck on a hung socket. */
+  /** The JDBC work of a decision on one connection. */
+  private interface OnConnection<T> {
+    T run(Connection c) throws SQLException;
+  }
+
+  /**
+   * Runs {@code work} for {@code call} on a connection from the gate ({@link ConnectionGate}); a
+   * failure that says the store was lost closes the gate, so that the next decisions wait for its
+   * probe instead of the pool.
+   */
+  private <T> T onConnection(PostgresCall call, OnConnection<T> work) throws SQLException {
+    try (Connection c = prepared(gate.borrow(dataSource, call.connectionWait, call.deadline, networkTimeoutMillis))) {
+      return work.run(c);
+    } catch (SQLException e) {
+      gate.failed(dataSource, e, networkTimeoutMillis);
+      throw e;
+    }
+  }
+
+  /** A connection for administrative work (sweep, overrides): straight from the data source, past the gate. */
   Connection connection() throws SQLException {
-    Connection c = dataSource.getConnection();
+    return prepared(dataSource.getConnection());
+  }
+
+  /** {@code c} in autocommit, with a network timeout that frees a worker stuck on a hung socket. */
+  private Connection prepared(Connection c) throws SQLException {
     try {
       if (!c.getAutoCommit()) {
         c.setAutoCommit(true);
@@ -291,9 +323,9 @@ final class PostgresStatements {
     return ps.getUpdateCount();
   }
 
-  private int update(PostgresSql.Bound sql, PostgresCall call) throws SQLException {
+  private int update(Connection c, PostgresSql.Bound sql, PostgresCall call) throws SQLException {
     Policy p = call.policy;
-    try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(sql.sql)) {
+    try (PreparedStatement ps = c.prepareStatement(sql.sql)) {
       bind(ps, sql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, null);
       return updateCount(ps);
     }

@@ -57,6 +57,9 @@ final class PostgresStore extends Store {
     c.setJdbcUrl(url);
     c.setPoolName("sluice-postgres");
     c.setMaximumPoolSize(POOL_SIZE);
+    // Connections on demand only: below minimumIdle HikariCP retries a lost server by itself, sleeping up to 5 s
+    // between attempts, and would sleep through the server's return (docs/postgresql.md, recovery).
+    c.setMinimumIdle(0);
     c.setConnectionTimeout(Math.max(250, timeout.toMillis()));
     c.setInitializationFailTimeout(-1); // start even when the database is down; decisions fail per the failure mode
     this.dataSource = new HikariDataSource(c);

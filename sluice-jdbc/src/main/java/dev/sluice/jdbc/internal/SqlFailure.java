@@ -58,6 +58,27 @@ public final class SqlFailure {
     return Reason.STORE_UNAVAILABLE;
   }
 
+  /**
+   * Whether {@code failure} says the store cannot be reached: no connection could be had (refused,
+   * none from the pool within its timeout), or one was lost (SQLSTATE class 08, a socket timeout,
+   * 57P01..57P03: terminated, crashed, not accepting connections yet). A statement timeout, a lock
+   * timeout, a permission or row-level security error say the store answered.
+   */
+  public static boolean unreachable(Throwable failure) {
+    int depth = 0;
+    for (Throwable t = failure; t != null && depth < MAX_DEPTH; t = t.getCause(), depth++) {
+      if (t instanceof SQLTransientConnectionException || t instanceof SocketTimeoutException
+          || t instanceof java.net.ConnectException) {
+        return true;
+      }
+      if (t instanceof SQLException s && s.getSQLState() != null && (s.getSQLState().startsWith("08")
+          || "57P01".equals(s.getSQLState()) || "57P02".equals(s.getSQLState()) || "57P03".equals(s.getSQLState()))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private static boolean timedOut(Throwable t) {
     if (t instanceof SQLTimeoutException || t instanceof SQLTransientConnectionException
         || t instanceof SocketTimeoutException) {
