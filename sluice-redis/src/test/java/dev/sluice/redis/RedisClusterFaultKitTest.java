@@ -2,9 +2,6 @@ package dev.sluice.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.sluice.Policy;
-import dev.sluice.RateLimiter;
-import dev.sluice.spi.StoreBackedRateLimiter;
 import dev.sluice.tck.FaultContract;
 import dev.sluice.tck.FaultProxy;
 import io.lettuce.core.ClientOptions;
@@ -116,19 +113,7 @@ class RedisClusterFaultKitTest extends FaultContract {
   }
 
   @Override protected Fixture fixture() {
-    return new Fixture() {
-      @Override public FaultProxy proxy() {
-        return proxy;
-      }
-
-      @Override public RateLimiter limiter(Setup s) {
-        return RedisRateLimiter.builder(s.policy(), throughProxy).timeout(s.timeout()).failureMode(s.failureMode())
-            .issuer(s.issuer()).maxBatch(s.coalescing() ? StoreBackedRateLimiter.MAX_BATCH : 1).build();
-      }
-
-      @Override public RateLimiter direct(Policy policy) {
-        return RedisRateLimiter.builder(policy, direct).timeout(Duration.ofSeconds(5)).build();
-      }
-    };
+    return RedisFaultKitTest.fixture(proxy, p -> RedisRateLimiter.builder(p, throughProxy),
+        p -> RedisRateLimiter.builder(p, direct), Optional.empty());
   }
 }

@@ -8,6 +8,7 @@ import dev.sluice.tck.FaultProxy;
 import io.lettuce.core.RedisClient;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.function.Function;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -63,22 +64,8 @@ class RedisFaultKitTest extends FaultContract {
   }
 
   @Override protected Fixture fixture() {
-    return new Fixture() {
-      @Override public FaultProxy proxy() {
-        return proxy;
-      }
-
-      @Override public RateLimiter limiter(Setup s) {
-        return RedisRateLimiter.builder(s.policy(), throughProxy).timeout(s.timeout()).failureMode(s.failureMode())
-            .issuer(s.issuer()).maxBatch(s.coalescing() ? StoreBackedRateLimiter.MAX_BATCH : 1).build();
-      }
-
-      @Override public RateLimiter direct(Policy policy) {
-        return RedisRateLimiter.builder(policy, direct).timeout(Duration.ofSeconds(5)).build();
-      }
-
-      @Override public Optional<Store> store() {
-        return Optional.of(new Store() {
+    return fixture(proxy, p -> RedisRateLimiter.builder(p, throughProxy), p -> RedisRateLimiter.builder(p, direct),
+        Optional.of(new Store() {
           @Override public void stop() throws Exception {
             server.stop();
           }
@@ -94,7 +81,28 @@ class RedisFaultKitTest extends FaultContract {
           @Override public void thaw() throws Exception {
             server.thaw();
           }
-        });
+        }));
+  }
+
+  /** A fixture whose limiters start from {@code throughProxy}'s builders, and its clean ones from {@code direct}'s. */
+  static Fixture fixture(FaultProxy proxy, Function<Policy, RedisRateLimiter.Builder> throughProxy,
+                         Function<Policy, RedisRateLimiter.Builder> direct, Optional<Store> store) {
+    return new Fixture() {
+      @Override public FaultProxy proxy() {
+        return proxy;
+      }
+
+      @Override public RateLimiter limiter(Setup s) {
+        return throughProxy.apply(s.policy()).timeout(s.timeout()).failureMode(s.failureMode()).issuer(s.issuer())
+            .maxBatch(s.coalescing() ? StoreBackedRateLimiter.MAX_BATCH : 1).build();
+      }
+
+      @Override public RateLimiter direct(Policy policy) {
+        return direct.apply(policy).timeout(Duration.ofSeconds(5)).build();
+      }
+
+      @Override public Optional<Store> store() {
+        return store;
       }
     };
   }

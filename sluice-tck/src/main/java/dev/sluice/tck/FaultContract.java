@@ -243,9 +243,8 @@ public abstract class FaultContract {
     unlessKnownToFail(Case.EXACTLY_ONCE, fault);
     Ticket.Issuer issuer = new Ticket.Issuer();
     Policy p = policy(100);
-    RateLimiter l = limiter(new Setup(p, DEADLINE, true, FailureMode.closed(), issuer));
+    RateLimiter l = warm(limiter(new Setup(p, DEADLINE, true, FailureMode.closed(), issuer)));
     RateLimiter direct = direct(p);
-    warm(l);
     Ticket t = l.tryAcquire("k", 3).ticket().orElseThrow();
     assertThat(l.tryAcquire("k", 5).allowed()).isTrue();
     long before = charge(direct, "k");
@@ -271,9 +270,8 @@ public abstract class FaultContract {
     unlessKnownToFail(Case.EXACTLY_ONCE, fault);
     Ticket.Issuer issuer = new Ticket.Issuer();
     Policy p = policy(100);
-    RateLimiter l = limiter(new Setup(p, DEADLINE, true, FailureMode.closed(), issuer));
+    RateLimiter l = warm(limiter(new Setup(p, DEADLINE, true, FailureMode.closed(), issuer)));
     RateLimiter direct = direct(p);
-    warm(l);
     Ticket under = l.tryAcquire("k", 10).ticket().orElseThrow();
     Ticket over = l.tryAcquire("k", 10).ticket().orElseThrow();
     long before = charge(direct, "k");
@@ -657,8 +655,9 @@ public abstract class FaultContract {
    * Peeks until the store answers: a limiter's first call may time out while its first connection
    * opens, and an acquire that timed out may still land after a case read its budget.
    */
-  private static void warm(RateLimiter l) {
+  private static RateLimiter warm(RateLimiter l) {
     awaitStore(() -> l.peek("warm-up"));
+    return l;
   }
 
   /** Calls {@code call} until the store decides it (not the failure mode), for at most {@link #PATIENCE}. */
