@@ -141,6 +141,15 @@ public abstract class FaultContract {
     return Optional.empty();
   }
 
+  /**
+   * How soon after the store's return this backend's keys must all decide on the store again:
+   * {@link #RECOVERY}, unless the backend states a longer bound it was measured to need, with the
+   * measurement in its javadoc (a target it cannot reach for a reason outside the limiter).
+   */
+  protected Duration recoveryBound() {
+    return RECOVERY;
+  }
+
   private void unlessKnownToFail(Case c, Fault fault) {
     Optional<String> why = knownToFail(c, fault);
     assumeTrue(why.isEmpty(), () -> "known to fail under " + fault + ": " + why.orElse(""));
@@ -208,7 +217,7 @@ public abstract class FaultContract {
       RateLimiter l = limiter(p, true);
       RateLimiter direct = direct(p);
       warm(l);
-      assertThat(acquire(l, "k", 2, async).allowed()).isTrue();
+      assertThat(awaitStore(() -> acquire(l, "k", 2, async)).allowed()).isTrue();
       long before = charge(direct, "k");
       long allowed = 0;
       long unknown = 0;
@@ -220,9 +229,17 @@ public abstract class FaultContract {
         assertThat(d.reason()).as("%s under %s", d, fault).isIn(Reason.TIMEOUT, Reason.STORE_UNAVAILABLE);
         unknown += 2;
       }
-      Decision retry = awaitStore(() -> acquire(l, "k", 2, async));
+      long[] failedRetries = {0};
+      Decision retry = awaitStore(() -> {
+        Decision r = acquire(l, "k", 2, async);
+        if (r.path() != Path.PRIMARY) {
+          failedRetries[0]++; // sent too, perhaps: held by a frozen store, it may land at the thaw
+        }
+        return r;
+      });
       assertThat(retry.allowed()).as("the retry, %s", retry).isTrue();
       allowed += 2;
+      unknown += 2 * failedRetries[0];
       long least = before + allowed;
       long charged = settledCharge(direct, "k", c -> c >= least) - before;
       System.out.printf("fault-kit %s acquire %s %s: allowed %d, unknown %d, charged %d%n", getClass().getSimpleName(),
@@ -245,8 +262,8 @@ public abstract class FaultContract {
     Policy p = policy(100);
     RateLimiter l = warm(limiter(new Setup(p, DEADLINE, true, FailureMode.closed(), issuer)));
     RateLimiter direct = direct(p);
-    Ticket t = l.tryAcquire("k", 3).ticket().orElseThrow();
-    assertThat(l.tryAcquire("k", 5).allowed()).isTrue();
+    Ticket t = awaitStore(() -> l.tryAcquire("k", 3)).ticket().orElseThrow();
+    assertThat(awaitStore(() -> l.tryAcquire("k", 5)).allowed()).isTrue();
     long before = charge(direct, "k");
 
     Refund first = underFault(fault, () -> l.refund(t));
@@ -272,8 +289,8 @@ public abstract class FaultContract {
     Policy p = policy(100);
     RateLimiter l = warm(limiter(new Setup(p, DEADLINE, true, FailureMode.closed(), issuer)));
     RateLimiter direct = direct(p);
-    Ticket under = l.tryAcquire("k", 10).ticket().orElseThrow();
-    Ticket over = l.tryAcquire("k", 10).ticket().orElseThrow();
+    Ticket under = awaitStore(() -> l.tryAcquire("k", 10)).ticket().orElseThrow();
+    Ticket over = awaitStore(() -> l.tryAcquire("k", 10)).ticket().orElseThrow();
     long before = charge(direct, "k");
 
     List<Settlement> answers = new ArrayList<>();
@@ -422,7 +439,7 @@ public abstract class FaultContract {
           TimeUnit.NANOSECONDS.toMillis(slowest.get()), figures);
       assertThat(all).as("every worker decided on the store again within 5 s%s", figures).isTrue();
       assertThat(Duration.ofNanos(worst)).as("the last worker back on the store after %s%s", fault, figures)
-          .isLessThanOrEqualTo(RECOVERY);
+          .isLessThanOrEqualTo(recoveryBound());
     }
   }
 
@@ -443,7 +460,8 @@ public abstract class FaultContract {
     awaitStore(() -> l.peek("hot"));
     List<Ticket> tickets = new ArrayList<>();
     for (int i = 0; i < 40; i++) {
-      tickets.add(l.tryAcquire("spent-" + i, 2).ticket().orElseThrow());
+      String key = "spent-" + i;
+      tickets.add(awaitStore(() -> l.tryAcquire(key, 2)).ticket().orElseThrow());
     }
     AtomicLong next = new AtomicLong();
     LongAccumulator slowest = new LongAccumulator(Math::max, 0);
