@@ -69,6 +69,11 @@ final class Coalescer<P> {
     return lanes.withdraw(w);
   }
 
+  /** Lanes with a call in flight or being handed on (for tests: zero proves every lane free). */
+  int busyLanes() {
+    return lanes.busy();
+  }
+
   /** A synchronous acquire: leads when nothing is in flight for its budget, else waits its turn. */
   Decision acquire(P plan, LaneId id, long permits, long now) {
     Policy p = id.policy();

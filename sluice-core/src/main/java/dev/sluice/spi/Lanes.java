@@ -132,4 +132,15 @@ final class Lanes {
   int size() {
     return lanes.size();
   }
+
+  /** Lanes still marked busy (for tests): zero once every call has finished and been handed on. */
+  int busy() {
+    int n = 0;
+    for (Lane lane : lanes.values()) {
+      synchronized (lane) {
+        n += lane.busy ? 1 : 0;
+      }
+    }
+    return n;
+  }
 }
