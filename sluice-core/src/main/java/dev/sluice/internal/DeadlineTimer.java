@@ -18,6 +18,10 @@ import java.util.concurrent.locks.LockSupport;
  * cannot delay the next tick. A task runs at or after its deadline, and, on a machine that
  * schedules the timer thread, within about one tick of it.
  *
+ * <p>The same pool goes on handing a coalescing lane on when a store call finished as it was started
+ * (a store that fails at once; {@code dev.sluice.spi.Coalescer}), so that neither a caller's thread
+ * nor a client's I/O thread works through other callers' batches ({@link #execute}).
+ *
  * <p>A cancelled entry keeps only its deadline until the wheel next passes its bucket (at most one
  * rotation, {@value #BUCKETS} ticks); it holds no reference to its task.
  */
@@ -91,6 +95,11 @@ public final class DeadlineTimer {
       LockSupport.unpark(thread);
     }
     return t;
+  }
+
+  /** Runs {@code task} on the completion pool, off the caller's thread. */
+  public void execute(Runnable task) {
+    completions.execute(task);
   }
 
   /** The tick that has begun at {@code nanos}. */

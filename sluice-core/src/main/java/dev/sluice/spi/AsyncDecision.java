@@ -65,12 +65,12 @@ final class AsyncDecision<P> extends CompletableFuture<Decision> implements Dead
     CompletableFuture<StepResult> f;
     try {
       f = owner.stepAsync(plan, Step.ACQUIRE, key, permits, null, now, start + owner.timeoutNanos());
-    } catch (IllegalArgumentException e) {
+    } catch (IllegalArgumentException | Error e) {
       timer.cancel();
       if (lane != null) {
         coalescer.handOff(plan, laneId, lane);
       }
-      throw e; // a programmer error, thrown at once as from the sync path
+      throw e; // a programmer error (or the VM's), thrown at once as from the sync path, the lane handed on
     } catch (RuntimeException e) {
       accept(null, e); // a backend closing under us: a failure decision, never a throw
       return this;
@@ -82,9 +82,12 @@ final class AsyncDecision<P> extends CompletableFuture<Decision> implements Dead
 
   /** Its own store call finished (or was cancelled at the deadline): decide, then hand the lane on. */
   @Override public void accept(StepResult r, Throwable e) {
-    settle(r, e, true);
-    if (lane != null) {
-      coalescer.handOff(plan, laneId, lane);
+    try {
+      settle(r, e, true);
+    } finally {
+      if (lane != null) {
+        coalescer.handOff(plan, laneId, lane);
+      }
     }
   }
 
@@ -101,8 +104,16 @@ final class AsyncDecision<P> extends CompletableFuture<Decision> implements Dead
     if (ownCall) {
       owner.reportStoreCall(p, start, error);
     }
-    Decision d = r != null ? owner.toDecision(r, p, Step.ACQUIRE, key, permits, now)
-        : owner.failed(p, Step.ACQUIRE, key, permits, owner.classify(error), error, now);
+    Decision d;
+    try {
+      d = r != null ? owner.toDecision(r, p, Step.ACQUIRE, key, permits, now)
+          : owner.failed(p, Step.ACQUIRE, key, permits, owner.classify(error), error, now);
+    } catch (Throwable thrown) {
+      // The mapping or the failure mode (its fallback limiter) threw: the caller gets it, as a
+      // synchronous caller would, and is not left waiting (its deadline timer is cancelled).
+      completeExceptionally(thrown);
+      return;
+    }
     complete(owner.finish(d, key));
   }
 

@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
@@ -23,10 +24,16 @@ import java.util.concurrent.locks.LockSupport;
  * thread on a backend that {@link StoreBackedRateLimiter#stepsAsync steps asynchronously}) and
  * withdraws a request at its deadline; the pipeline maps each request's share to its decision.
  *
+ * <p>Whatever a batch's call does, every request in it is answered and the lane handed on: a
+ * request that throws as it is told its result (an {@link Error} from a fallback limiter, say) is
+ * logged and keeps no other from being told, and a lane is handed on without recursion
+ * ({@link #handOn}), so no number of calls failing at once can leave it busy.
+ *
  * @param <P> the backend's compiled policy
  */
 final class Coalescer<P> {
   private static final long PARK_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+  private static final System.Logger LOG = System.getLogger(Coalescer.class.getName());
 
   /**
    * What the requests of one lane, and so of every batch, share: the policy (its name and numbers:
@@ -67,6 +74,11 @@ final class Coalescer<P> {
   /** Withdraws {@code w} at its deadline: true when it will never reach the store ({@link Lanes#withdraw}). */
   boolean withdraw(Lanes.Waiter w) {
     return lanes.withdraw(w);
+  }
+
+  /** Lanes with a call in flight or being handed on (for tests: zero proves every lane free). */
+  int busyLanes() {
+    return lanes.busy();
   }
 
   /** A synchronous acquire: leads when nothing is in flight for its budget, else waits its turn. */
@@ -113,17 +125,44 @@ final class Coalescer<P> {
 
   /** After a call of {@code lane} finished: the next batch goes to the store, or the lane goes idle. */
   void handOff(P plan, LaneId id, Lanes.Lane lane) {
-    Lanes.Waiter[] batch;
-    do {
-      batch = unexpired(lanes.next(lane));
-    } while (batch != null && batch.length == 0);
-    if (batch == null) {
-      return;
+    if (lanes.finished(lane)) {
+      handOn(plan, id, lane);
     }
-    if (owner.stepsAsync()) {
-      runBatchAsync(plan, id, batch);
-    } else {
-      batch[0].run(batch); // the oldest waiting caller runs it on its thread: this one returns now
+    // else the thread that started this call has not returned from starting it: it goes on, not this one
+  }
+
+  /**
+   * Starts {@code lane}'s next batch; this thread is the one handing the lane on. A loop, never a
+   * recursion: when the call it started had already finished as its start returned (a store that
+   * fails at once, as Redis does while disconnected, runs the call's completion inline, here), that
+   * completion did not hand the lane on, and the next batch is started from the completion pool
+   * ({@link DeadlineTimer#execute}). So a thread that hands a lane on (a caller's, or a client's I/O
+   * thread) starts one batch, and never works through the batches of callers who keep arriving
+   * while the store fails; the cost is one hop to the pool per batch while it does.
+   */
+  private void handOn(P plan, LaneId id, Lanes.Lane lane) {
+    while (true) {
+      Lanes.Waiter[] batch;
+      do {
+        batch = unexpired(lanes.next(lane));
+      } while (batch != null && batch.length == 0);
+      if (batch == null) {
+        return; // idle: the lane is removed
+      }
+      if (owner.stepsAsync()) {
+        runBatchAsync(plan, id, batch);
+      } else {
+        batch[0].run(batch); // the oldest waiting caller runs it on its thread: this one returns now
+      }
+      if (!lanes.started(lane)) {
+        return; // in flight: its completion hands the lane on
+      }
+      try {
+        DeadlineTimer.shared().execute(() -> handOn(plan, id, lane));
+        return;
+      } catch (RejectedExecutionException e) {
+        // no pool to go on from: go on here
+      }
     }
   }
 
@@ -141,7 +180,7 @@ final class Coalescer<P> {
       if (w.deadline - t > 0) {
         batch[live++] = w;
       } else {
-        w.done(null, new TimeoutException("the deadline passed while waiting behind a store call for the same key"));
+        tell(w, null, new TimeoutException("the deadline passed while waiting behind a store call for the same key"));
       }
     }
     return live == batch.length ? batch : Arrays.copyOf(batch, live);
@@ -177,10 +216,10 @@ final class Coalescer<P> {
       rs = owner.stepBatch(plan, id.scope(), id.key(), permitsOf(batch), batchNow(batch), batch[0].deadline);
     } catch (Exception e) {
       error = StoreBackedRateLimiter.caught(e);
+    } catch (Error e) {
+      error = e; // answered as a failure of the call, as every request in the batch shares it
     }
-    owner.reportStoreCall(id.policy(), start, error);
-    complete(batch, rs, error);
-    handOff(plan, id, batch[0].lane);
+    finish(plan, id, batch, start, rs, error);
   }
 
   /**
@@ -193,7 +232,7 @@ final class Coalescer<P> {
     CompletableFuture<StepResult[]> f;
     try {
       f = owner.stepBatchAsync(plan, id.scope(), id.key(), permitsOf(batch), batchNow(batch), deadline);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
       f = CompletableFuture.failedFuture(e);
     }
     CompletableFuture<StepResult[]> call = f;
@@ -203,18 +242,43 @@ final class Coalescer<P> {
       timer.cancel();
       Throwable error = e == null ? null : e instanceof CancellationException
           ? new TimeoutException("store call deadline passed") : StoreBackedRateLimiter.unwrap(e);
-      owner.reportStoreCall(id.policy(), start, error);
-      complete(batch, rs, error);
-      handOff(plan, id, batch[0].lane);
+      finish(plan, id, batch, start, rs, error);
     });
   }
 
+  /**
+   * {@code batch}'s call (begun at {@code start}) finished: reported, every request told, and the
+   * lane handed on, whatever throws on the way. (A throwable escaping a future's callback is kept in
+   * a future nobody reads: the lane must not depend on the callback running to its end.)
+   */
+  private void finish(P plan, LaneId id, Lanes.Waiter[] batch, long start, StepResult[] rs, Throwable error) {
+    try {
+      owner.reportStoreCall(id.policy(), start, error);
+      complete(batch, rs, error);
+    } catch (Throwable t) {
+      complete(batch, null, t); // only the report can throw here: no request was told yet
+    } finally {
+      handOff(plan, id, batch[0].lane);
+    }
+  }
+
+  /** Tells every request of {@code batch} its result, or {@code error}; never throws. */
   private static void complete(Lanes.Waiter[] batch, StepResult[] rs, Throwable error) {
     if (error == null && (rs == null || rs.length != batch.length)) {
       error = new StoreException("a batch of " + batch.length + " got " + (rs == null ? "no" : rs.length) + " results");
     }
     for (int i = 0; i < batch.length; i++) {
-      batch[i].done(error == null ? rs[i] : null, error);
+      tell(batch[i], error == null ? rs[i] : null, error);
+    }
+  }
+
+  /** Tells {@code w} its result; what it throws as it is told is logged, and keeps no other request from being told. */
+  private static void tell(Lanes.Waiter w, StepResult r, Throwable error) {
+    try {
+      w.done(r, error);
+    } catch (Throwable t) {
+      LOG.log(System.Logger.Level.WARNING, "a coalesced request threw as it was told its result; the rest of its batch"
+          + " is told and its lane goes on", t);
     }
   }
 

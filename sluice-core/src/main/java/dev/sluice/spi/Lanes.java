@@ -10,6 +10,14 @@ import java.util.concurrent.ConcurrentHashMap;
  * finishes, up to {@code maxBatch} of them leave together as one batch, decided by the store in that
  * order. A lane with nothing in flight and nothing queued is removed, so the table holds only
  * budgets with a call in flight.
+ *
+ * <p>Handing a lane on is iterative: one thread at a time takes the next batch and starts its call
+ * ({@link #finished}, {@link #next}, {@link #started}). A call that finishes before its start has
+ * returned (a store that fails at once, such as Redis while disconnected, completes the call inline,
+ * on the starting thread) only marks the lane; the starting thread then hands it on again. The
+ * obvious way, the completion handing the lane on itself, recursed once per batch while the store
+ * failed at once, until a {@link StackOverflowError} inside a completion left the lane busy for good
+ * (issue 26, finding 1).
  */
 final class Lanes {
   /** A request queued in a lane. */
@@ -43,6 +51,10 @@ final class Lanes {
     final Object id;
     private boolean busy;
     private boolean gone;
+    /** A thread is taking the next batch and starting its call. */
+    private boolean handing;
+    /** The call being started has already finished: the thread handing the lane on goes on. */
+    private boolean finishedEarly;
     private final ArrayDeque<Waiter> queue = new ArrayDeque<>();
 
     Lane(Object id) {
@@ -85,14 +97,31 @@ final class Lanes {
   }
 
   /**
-   * Called when {@code lane}'s call finished: the next batch, oldest first, or null when none is
-   * queued (the lane is then idle and removed).
+   * Called when a call of {@code lane} finished: true when the caller is now to hand the lane on
+   * ({@link #next}, then {@link #started}), false when the thread starting that very call is still
+   * in its start and will hand the lane on once its start returns.
+   */
+  boolean finished(Lane lane) {
+    synchronized (lane) {
+      if (lane.handing) {
+        lane.finishedEarly = true;
+        return false;
+      }
+      lane.handing = true;
+      return true;
+    }
+  }
+
+  /**
+   * The next batch of a lane this thread hands on, oldest first, or null when none is queued (the
+   * lane is then idle and removed).
    */
   Waiter[] next(Lane lane) {
     synchronized (lane) {
       int n = Math.min(maxBatch, lane.queue.size());
       if (n == 0) {
         lane.busy = false;
+        lane.handing = false;
         lane.gone = true;
         lanes.remove(lane.id, lane);
         return null;
@@ -102,6 +131,21 @@ final class Lanes {
         batch[i] = lane.queue.pollFirst();
       }
       return batch;
+    }
+  }
+
+  /**
+   * Called once the call of the batch {@link #next} gave has been started: true when that call has
+   * already finished (the caller hands the lane on again), false when its completion will.
+   */
+  boolean started(Lane lane) {
+    synchronized (lane) {
+      if (lane.finishedEarly) {
+        lane.finishedEarly = false;
+        return true;
+      }
+      lane.handing = false;
+      return false;
     }
   }
 
@@ -131,5 +175,16 @@ final class Lanes {
   /** Budgets with a call in flight (for tests). */
   int size() {
     return lanes.size();
+  }
+
+  /** Lanes still busy (for tests): zero once every call has finished and its lane been handed on. */
+  int busy() {
+    int n = 0;
+    for (Lane lane : lanes.values()) {
+      synchronized (lane) {
+        n += lane.busy ? 1 : 0;
+      }
+    }
+    return n;
   }
 }

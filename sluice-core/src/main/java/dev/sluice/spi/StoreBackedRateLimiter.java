@@ -477,6 +477,11 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     return step == Step.PEEK ? failureMode.peek(p, key, reason, cause, at) : failureMode.decide(p, key, permits, reason, cause, at);
   }
 
+  /** Coalescing lanes still busy (for tests: zero proves that no lane is held after a fault). */
+  int busyLanes() {
+    return coalescer == null ? 0 : coalescer.busyLanes();
+  }
+
   /** Tells the listener about a store call begun at {@code start} ({@link #nanoTime()}), unless the backend reports its own. */
   void reportStoreCall(Policy p, long start, Throwable error) {
     if (!reportsOwnStoreCalls()) {

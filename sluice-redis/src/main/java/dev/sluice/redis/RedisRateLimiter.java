@@ -202,7 +202,7 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
      * Builds the limiter; every policy that can be built runs on Redis. An unreachable server does not
      * fail the build, which waits at most 2 s for a first connection it opens itself (less when the
      * connection fails sooner) and logs one warning when it has none: decisions follow the failure mode
-     * until the server answers, and the limiter tries a connection every 100 ms until then, whether or
+     * until the server answers, and the limiter tries a connection every 25 ms until then, whether or
      * not decisions are asking, so it decides on Redis as soon as Redis answers.
      */
     public RedisRateLimiter build() {

@@ -63,7 +63,7 @@ class RedisConnectTest {
         assertThat(System.nanoTime() - t0).as("build() against a closed port").isLessThan(TimeUnit.SECONDS.toNanos(1));
         assertThat(logs.atLeast(Level.WARNING)).singleElement().asString()
             .startsWith("WARNING " + OUR_LOGGER + ": the first connection to Redis failed (")
-            .endsWith("; decisions follow the failure mode until Redis answers; a connection is tried every 100 ms until then");
+            .endsWith("; decisions follow the failure mode until Redis answers; a connection is tried every 25 ms until then");
         server.start();  // returns once the server answers PING
         waitFor(() -> clients(server) == 1, 1_000, "the limiter to connect without a decision asking");
         // the server lists the connection from its handshake on; the limiter uses it once Lettuce has it
@@ -109,14 +109,14 @@ class RedisConnectTest {
           TimeUnit.MILLISECONDS.toNanos(2_500));
       assertThat(logs.atLeast(Level.WARNING)).containsExactly("WARNING " + OUR_LOGGER + ": no connection to Redis within"
           + " 2000 ms of building the limiter (still connecting); decisions follow the failure mode until Redis answers;"
-          + " a connection is tried every 100 ms until then");
+          + " a connection is tried every 25 ms until then");
       assertThat(held).as("the pending connection").hasSize(1);
       assertThat(l.tryAcquire("k").reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
       server = RedisServerProcess.start(7151);  // returns once the server answers PING
       long answered = System.nanoTime();
       Decision d;
       while ((d = l.tryAcquire("k")).path() != Path.PRIMARY) {
-        // the next attempt starts within RETRY_NANOS (100 ms); the rest is a loaded machine's margin
+        // the next attempt starts within RETRY_NANOS (25 ms); the rest is a loaded machine's margin
         assertThat(System.nanoTime() - answered).as("decisions on Redis after it answered; last: %s", d)
             .isLessThan(TimeUnit.MILLISECONDS.toNanos(2_000));
         Thread.sleep(10);
@@ -160,7 +160,7 @@ class RedisConnectTest {
         waitFor(() -> clients(server) == 0, 5_000, "no connection left behind");
         assertThat(logs.atLeast(Level.WARNING)).as("nothing but build()'s one warning").containsExactly("WARNING " + OUR_LOGGER
             + ": no connection to Redis within 2000 ms of building the limiter (still connecting); decisions follow the"
-            + " failure mode until Redis answers; a connection is tried every 100 ms until then");
+            + " failure mode until Redis answers; a connection is tried every 25 ms until then");
       } finally {
         client.shutdown(Duration.ZERO, Duration.ofSeconds(1));
       }

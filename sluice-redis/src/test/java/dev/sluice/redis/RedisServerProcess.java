@@ -59,14 +59,7 @@ public final class RedisServerProcess implements AutoCloseable {
 
   /** Starts (or restarts) the server and waits until it answers PING. */
   public void start() throws Exception {
-    List<String> cmd = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port), "--bind", "127.0.0.1",
-        "--dir", dir.toString(), "--pidfile", dir.resolve("redis.pid").toString(), "--save", "", "--appendonly", "no",
-        "--daemonize", "yes", "--logfile", dir.resolve("redis.log").toString(), "--maxmemory-policy", "noeviction"));
-    cmd.addAll(extra);
-    int rc = run(cmd.toArray(String[]::new));
-    if (rc != 0) {
-      throw new IllegalStateException("redis-server on port " + port + " did not start (exit " + rc + ")");
-    }
+    launch();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (System.nanoTime() < deadline) {
       if (run("redis-cli", "-p", Integer.toString(port), "ping") == 0 && pid() > 0) {
@@ -75,6 +68,34 @@ public final class RedisServerProcess implements AutoCloseable {
       Thread.sleep(20);
     }
     throw new IllegalStateException("redis-server on port " + port + " did not answer PING within 10 s");
+  }
+
+  /**
+   * Starts (or restarts) the server without waiting for it: a test that times how soon after the
+   * server's return something happens polls {@link #answersPing} for the instant it returned.
+   */
+  void launch() throws Exception {
+    List<String> cmd = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port), "--bind", "127.0.0.1",
+        "--dir", dir.toString(), "--pidfile", dir.resolve("redis.pid").toString(), "--save", "", "--appendonly", "no",
+        "--daemonize", "yes", "--logfile", dir.resolve("redis.log").toString(), "--maxmemory-policy", "noeviction"));
+    cmd.addAll(extra);
+    int rc = run(cmd.toArray(String[]::new));
+    if (rc != 0) {
+      throw new IllegalStateException("redis-server on port " + port + " did not start (exit " + rc + ")");
+    }
+  }
+
+  /** Whether the server answers PING now, asked on a fresh socket with no client library in between. */
+  boolean answersPing() {
+    try (Socket s = new Socket()) {
+      s.connect(new InetSocketAddress("127.0.0.1", port), 100);
+      s.setSoTimeout(100);
+      s.getOutputStream().write("PING\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      byte[] reply = s.getInputStream().readNBytes(7);
+      return "+PONG\r\n".equals(new String(reply, java.nio.charset.StandardCharsets.US_ASCII));
+    } catch (IOException down) {
+      return false;
+    }
   }
 
   long pid() throws IOException {
