@@ -107,11 +107,6 @@ class RedisClusterFaultKitTest extends FaultContract {
     NODES.clear();
   }
 
-  /** As on standalone Redis ({@link RedisFaultKitTest#knownToFail}); a dropped Cluster connection took up to 397 ms. */
-  @Override protected Optional<String> knownToFail(Case c, Fault fault) {
-    return RedisFaultKitTest.reconnectsLate(c, fault);
-  }
-
   @Override protected Fixture fixture() {
     return RedisFaultKitTest.fixture(proxy, p -> RedisRateLimiter.builder(p, throughProxy),
         p -> RedisRateLimiter.builder(p, direct), Optional.empty());

@@ -46,23 +46,6 @@ class RedisFaultKitTest extends FaultContract {
     }
   }
 
-  /**
-   * After its connection dropped (the proxy closed it, refused new ones, or the server restarted) the
-   * limiter decided on Redis again 33 to 447 ms after Redis was back, past the kit's 100 ms: its link
-   * tries a connection every 100 ms, and an attempt pending on a server going down or coming up holds
-   * the next back for up to 1 s ({@code RedisLink.Owned.RETRY_NANOS}, {@code STALE_NANOS}). Not the
-   * coalescer: cold keys were as late as the hot key. The fix is the link's.
-   */
-  @Override protected Optional<String> knownToFail(Case c, Fault fault) {
-    return reconnectsLate(c, fault);
-  }
-
-  static Optional<String> reconnectsLate(Case c, Fault fault) {
-    boolean waits = c == Case.RECOVERY && (fault == Fault.CLOSED || fault == Fault.REFUSED || fault == Fault.STORE_RESTARTED);
-    return waits ? Optional.of("waits for a RedisLink reconnect fix: back on Redis 33 to 447 ms after a dropped connection"
-        + " (a 100 ms retry period; a pending attempt holds the next back)") : Optional.empty();
-  }
-
   @Override protected Fixture fixture() {
     return fixture(proxy, p -> RedisRateLimiter.builder(p, throughProxy), p -> RedisRateLimiter.builder(p, direct),
         Optional.of(new Store() {
