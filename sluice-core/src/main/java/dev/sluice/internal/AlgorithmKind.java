@@ -215,6 +215,12 @@ public enum AlgorithmKind {
     return algorithm(name -> burstAt >= 0 && parameters.get(burstAt).name.equals(name) ? burstPermits : rate, name -> period);
   }
 
+  /** The period {@code a}'s rate is counted per, in microseconds: its window, refill period or period. */
+  public static long periodMicros(Algorithm a) {
+    AlgorithmKind k = of(a);
+    return k.value(a, k.periodAt);
+  }
+
   /**
    * The span of time {@code a}'s quota covers, in microseconds: the window, or for a bucket the time
    * its rate takes to refill its burst from empty, rounded up. It is the {@code w} of the
@@ -223,7 +229,7 @@ public enum AlgorithmKind {
    */
   public static long quotaMicros(Algorithm a) {
     AlgorithmKind k = of(a);
-    long period = k.value(a, k.periodAt);
+    long period = periodMicros(a);
     if (k.burstAt < 0) {
       return period;
     }
