@@ -27,63 +27,39 @@ import java.util.stream.Collectors;
  * {@code requests_per_unit} per {@code unit}) maps onto, and what the quota's span is computed from.
  */
 public enum AlgorithmKind {
-  FIXED_WINDOW("fixed-window", FixedWindow.class, true, rate("limit"), period("window")) {
-    @Override public long value(Algorithm a, int i) {
-      FixedWindow f = (FixedWindow) a;
-      return i == 0 ? f.limit() : f.windowMicros();
-    }
-
-    @Override Algorithm build(long[] v) {
-      return new FixedWindow(v[0], v[1]);
-    }
-  },
-  SLIDING_WINDOW("sliding-window", SlidingWindow.class, true, rate("limit"), period("window")) {
-    @Override public long value(Algorithm a, int i) {
-      SlidingWindow s = (SlidingWindow) a;
-      return i == 0 ? s.limit() : s.windowMicros();
-    }
-
-    @Override Algorithm build(long[] v) {
-      return new SlidingWindow(v[0], v[1]);
-    }
-  },
-  TOKEN_BUCKET("token-bucket", TokenBucket.class, true, burst("capacity"), rate("refill-tokens"), period("refill-period")) {
-    @Override public long value(Algorithm a, int i) {
-      TokenBucket t = (TokenBucket) a;
-      return i == 0 ? t.capacity() : i == 1 ? t.refillTokens() : t.refillPeriodMicros();
-    }
-
-    @Override Algorithm build(long[] v) {
-      return new TokenBucket(v[0], v[1], v[2]);
-    }
-  },
-  GCRA("gcra", Gcra.class, true, rate("rate"), period("period"), burst("burst")) {
-    @Override public long value(Algorithm a, int i) {
-      Gcra g = (Gcra) a;
-      return i == 0 ? g.rate() : i == 1 ? g.periodMicros() : g.burst();
-    }
-
-    @Override Algorithm build(long[] v) {
-      return new Gcra(v[0], v[1], v[2]);
-    }
-  },
+  FIXED_WINDOW("fixed-window", FixedWindow.class, true, v -> new FixedWindow(v[0], v[1]),
+      rate("limit", FixedWindow::limit), period("window", FixedWindow::windowMicros)),
+  SLIDING_WINDOW("sliding-window", SlidingWindow.class, true, v -> new SlidingWindow(v[0], v[1]),
+      rate("limit", SlidingWindow::limit), period("window", SlidingWindow::windowMicros)),
+  TOKEN_BUCKET("token-bucket", TokenBucket.class, true, v -> new TokenBucket(v[0], v[1], v[2]),
+      burst("capacity", TokenBucket::capacity), rate("refill-tokens", TokenBucket::refillTokens),
+      period("refill-period", TokenBucket::refillPeriodMicros)),
+  GCRA("gcra", Gcra.class, true, v -> new Gcra(v[0], v[1], v[2]),
+      rate("rate", Gcra::rate), period("period", Gcra::periodMicros), burst("burst", Gcra::burst)),
   /** The exact log: one entry per admitted request, so its state grows with its limit. */
-  SLIDING_LOG("sliding-log", SlidingLog.class, false, rate("limit"), period("window")) {
-    @Override public long value(Algorithm a, int i) {
-      SlidingLog s = (SlidingLog) a;
-      return i == 0 ? s.limit() : s.windowMicros();
-    }
-
-    @Override Algorithm build(long[] v) {
-      return new SlidingLog(v[0], v[1]);
-    }
-  };
+  SLIDING_LOG("sliding-log", SlidingLog.class, false, v -> new SlidingLog(v[0], v[1]),
+      rate("limit", SlidingLog::limit), period("window", SlidingLog::windowMicros));
 
   /** What a parameter is in the algorithm read as a rate (see the class comment). */
   public enum Role { RATE, PERIOD, BURST }
 
-  /** One parameter: its name in configuration and its role; a period is a duration, the others counts. */
-  public record Parameter(String name, Role role) {
+  /** One parameter: its name in configuration, its role, and the record component that holds it. */
+  public static final class Parameter {
+    private final String name;
+    private final Role role;
+    private final ToLongFunction<Algorithm> read;
+
+    private Parameter(String name, Role role, ToLongFunction<Algorithm> read) {
+      this.name = name;
+      this.role = role;
+      this.read = read;
+    }
+
+    /** Its name in configuration: {@code refill-period}. */
+    public String name() {
+      return name;
+    }
+
     /** Whether it is a duration (in configuration a text such as {@code 1s}, in the record whole microseconds). */
     public boolean period() {
       return role == Role.PERIOD;
@@ -93,6 +69,10 @@ public enum AlgorithmKind {
     String label() {
       return name.replace('-', ' ');
     }
+
+    @Override public String toString() {
+      return name;
+    }
   }
 
   private static final AlgorithmKind[] KINDS = values(); // values() copies its array on every call
@@ -100,15 +80,18 @@ public enum AlgorithmKind {
   private final String id;
   private final Class<? extends Algorithm> type;
   private final boolean fixedSize;
+  private final Function<long[], Algorithm> build;
   private final List<Parameter> parameters;
   private final int rateAt; // the parameters' indexes of each role
   private final int periodAt;
   private final int burstAt; // -1: a window, whose burst is its rate
 
-  AlgorithmKind(String id, Class<? extends Algorithm> type, boolean fixedSize, Parameter... parameters) {
+  AlgorithmKind(String id, Class<? extends Algorithm> type, boolean fixedSize, Function<long[], Algorithm> build,
+                Parameter... parameters) {
     this.id = id;
     this.type = type;
     this.fixedSize = fixedSize;
+    this.build = build;
     this.parameters = List.of(parameters);
     this.rateAt = index(parameters, Role.RATE);
     this.periodAt = index(parameters, Role.PERIOD);
@@ -116,10 +99,9 @@ public enum AlgorithmKind {
   }
 
   /** Parameter {@code i} ({@link #parameters()} order) of {@code a}, of this kind; a period in microseconds. */
-  public abstract long value(Algorithm a, int i);
-
-  /** The algorithm of this kind with {@code v} in {@link #parameters()} order; the record checks them. */
-  abstract Algorithm build(long[] v);
+  long value(Algorithm a, int i) {
+    return parameters.get(i).read.applyAsLong(a);
+  }
 
   /** The kind of {@code a}. */
   public static AlgorithmKind of(Algorithm a) {
@@ -204,7 +186,7 @@ public enum AlgorithmKind {
         v[i] = Checks.window(parameters.get(i).label(), periods[i]);
       }
     }
-    return build(v);
+    return build.apply(v); // the record checks them
   }
 
   /**
@@ -277,15 +259,21 @@ public enum AlgorithmKind {
     return last == 0 ? ids.get(0) : String.join(", ", ids.subList(0, last)) + lastSeparator + ids.get(last);
   }
 
-  private static Parameter rate(String name) {
-    return new Parameter(name, Role.RATE);
+  private static <A extends Algorithm> Parameter rate(String name, ToLongFunction<A> read) {
+    return parameter(name, Role.RATE, read);
   }
 
-  private static Parameter period(String name) {
-    return new Parameter(name, Role.PERIOD);
+  private static <A extends Algorithm> Parameter period(String name, ToLongFunction<A> read) {
+    return parameter(name, Role.PERIOD, read);
   }
 
-  private static Parameter burst(String name) {
-    return new Parameter(name, Role.BURST);
+  private static <A extends Algorithm> Parameter burst(String name, ToLongFunction<A> read) {
+    return parameter(name, Role.BURST, read);
+  }
+
+  /** A parameter read from its kind's record; only ever applied to an algorithm of that kind. */
+  @SuppressWarnings("unchecked")
+  private static <A extends Algorithm> Parameter parameter(String name, Role role, ToLongFunction<A> read) {
+    return new Parameter(name, role, a -> read.applyAsLong((A) a));
   }
 }
