@@ -63,24 +63,23 @@ public final class PolicyShape {
       throw new IllegalArgumentException(where + " is not a mapping; give name, algorithm and its parameters");
     }
     String name = text(e, "name", where);
-    where = where + " ('" + name + "')";
-    String algorithm = text(e, "algorithm", where);
-    String at = where;
+    String at = where + " ('" + name + "')";
+    String algorithm = text(e, "algorithm", at);
     try {
       AlgorithmKind kind = AlgorithmKind.parse(algorithm);
       for (Object key : e.keySet()) {
         String f = String.valueOf(key);
         if (!f.equals("name") && !f.equals("algorithm") && kind.parameters().stream().noneMatch(p -> p.name().equals(f))) {
-          throw new IllegalArgumentException(where + ": unknown parameter '" + f + "'; " + algorithm + " takes "
+          throw new IllegalArgumentException(at + ": unknown parameter '" + f + "'; " + algorithm + " takes "
               + kind.parameterNames());
         }
       }
       return new Policy(name, kind.algorithm(f -> number(e, f, at), f -> duration(e, f, at)));
     } catch (IllegalArgumentException ex) {
-      if (ex.getMessage().startsWith(where)) {
+      if (ex.getMessage().startsWith(at)) {
         throw ex;
       }
-      throw new IllegalArgumentException(where + ": " + ex.getMessage(), ex);
+      throw new IllegalArgumentException(at + ": " + ex.getMessage(), ex);
     }
   }
 
