@@ -1,5 +1,6 @@
 package dev.sluice;
 
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
 
 /**
@@ -18,8 +19,13 @@ public sealed interface Algorithm
   /** The most permits this algorithm can grant at once: the value a decision reports as its limit. */
   long limit();
 
-  /** A short stable name: {@code fixed-window}, {@code sliding-window}, {@code token-bucket}, {@code gcra}, {@code sliding-log}. */
-  String id();
+  /**
+   * A short stable name: {@code fixed-window}, {@code sliding-window}, {@code token-bucket}, {@code gcra},
+   * {@code sliding-log}; the {@code algorithm} of a configuration entry and the tag of stored state.
+   */
+  default String id() {
+    return AlgorithmKind.of(this).id();
+  }
 
   /**
    * Fixed window: a window opens on a key's first hit and lasts {@code windowMicros}; the next hit
@@ -31,8 +37,6 @@ public sealed interface Algorithm
       Checks.exact("fixed window", "limit", limit, "use a smaller limit, or a shorter window with a proportional limit");
       checkWindow(windowMicros);
     }
-
-    @Override public String id() { return "fixed-window"; }
   }
 
   /**
@@ -46,8 +50,6 @@ public sealed interface Algorithm
       checkWindow(windowMicros);
       Checks.exactProduct("sliding window", limit, "limit", windowMicros, "window");
     }
-
-    @Override public String id() { return "sliding-window"; }
   }
 
   /**
@@ -73,8 +75,6 @@ public sealed interface Algorithm
     }
 
     @Override public long limit() { return capacity; }
-
-    @Override public String id() { return "token-bucket"; }
   }
 
   /**
@@ -106,8 +106,6 @@ public sealed interface Algorithm
     }
 
     @Override public long limit() { return burst; }
-
-    @Override public String id() { return "gcra"; }
   }
 
   /**
@@ -121,8 +119,6 @@ public sealed interface Algorithm
       Checks.exact("sliding log", "limit", limit, "use a smaller limit, or a shorter window with a proportional limit");
       checkWindow(windowMicros);
     }
-
-    @Override public String id() { return "sliding-log"; }
   }
 
   private static void checkWindow(long micros) {

@@ -1,6 +1,5 @@
 package dev.sluice.internal;
 
-import dev.sluice.Algorithm;
 import dev.sluice.Policy;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
@@ -28,21 +27,13 @@ import java.util.regex.Pattern;
  *   refill-tokens: 10
  *   refill-period: 1s
  * }</pre>
- * Algorithms and their parameters: {@code fixed-window}, {@code sliding-window}, {@code sliding-log}
- * (limit, window); {@code token-bucket} (capacity, refill-tokens, refill-period); {@code gcra} (rate,
- * period, burst). Durations: {@code 500ms}, {@code 1s}, {@code 5m}, {@code 1h}, {@code 1d} or
+ * Algorithms and their parameters ({@link AlgorithmKind}): {@code fixed-window}, {@code sliding-window},
+ * {@code sliding-log} (limit, window); {@code token-bucket} (capacity, refill-tokens, refill-period);
+ * {@code gcra} (rate, period, burst). Durations: {@code 500ms}, {@code 1s}, {@code 5m}, {@code 1h}, {@code 1d} or
  * ISO-8601. Every mistake is reported with the entry it is in; nothing is guessed or defaulted
  * silently.
  */
 public final class PolicyShape {
-  private static final Map<String, List<String>> PARAMETERS = Map.of(
-      "fixed-window", List.of("limit", "window"),
-      "sliding-window", List.of("limit", "window"),
-      "sliding-log", List.of("limit", "window"),
-      "token-bucket", List.of("capacity", "refill-tokens", "refill-period"),
-      "gcra", List.of("rate", "period", "burst"));
-  private static final List<String> ALGORITHMS =
-      List.of("fixed-window", "sliding-window", "token-bucket", "gcra", "sliding-log");
   private static final Pattern SIMPLE = Pattern.compile("(\\d{1,15})\\s*(us|ms|s|m|h|d)");
 
   private PolicyShape() {}
@@ -72,34 +63,23 @@ public final class PolicyShape {
       throw new IllegalArgumentException(where + " is not a mapping; give name, algorithm and its parameters");
     }
     String name = text(e, "name", where);
-    where = where + " ('" + name + "')";
-    String algorithm = text(e, "algorithm", where);
-    List<String> params = PARAMETERS.get(algorithm);
-    if (params == null) {
-      throw new IllegalArgumentException(where + ": unknown algorithm '" + algorithm + "'; use one of "
-          + String.join(", ", ALGORITHMS));
-    }
-    for (Object key : e.keySet()) {
-      String f = String.valueOf(key);
-      if (!f.equals("name") && !f.equals("algorithm") && !params.contains(f)) {
-        throw new IllegalArgumentException(where + ": unknown parameter '" + f + "'; " + algorithm + " takes "
-            + String.join(", ", params));
-      }
-    }
+    String at = where + " ('" + name + "')";
+    String algorithm = text(e, "algorithm", at);
     try {
-      return switch (algorithm) {
-        case "fixed-window" -> Policy.fixedWindow(name, number(e, "limit", where), duration(e, "window", where));
-        case "sliding-window" -> Policy.slidingWindow(name, number(e, "limit", where), duration(e, "window", where));
-        case "sliding-log" -> Policy.slidingLog(name, number(e, "limit", where), duration(e, "window", where));
-        case "token-bucket" -> Policy.tokenBucket(name, number(e, "capacity", where), number(e, "refill-tokens", where),
-            duration(e, "refill-period", where));
-        default -> Policy.gcra(name, number(e, "rate", where), duration(e, "period", where), number(e, "burst", where));
-      };
+      AlgorithmKind kind = AlgorithmKind.parse(algorithm);
+      for (Object key : e.keySet()) {
+        String f = String.valueOf(key);
+        if (!f.equals("name") && !f.equals("algorithm") && kind.parameters().stream().noneMatch(p -> p.name().equals(f))) {
+          throw new IllegalArgumentException(at + ": unknown parameter '" + f + "'; " + algorithm + " takes "
+              + kind.parameterNames());
+        }
+      }
+      return new Policy(name, kind.algorithm(f -> number(e, f, at), f -> duration(e, f, at)));
     } catch (IllegalArgumentException ex) {
-      if (ex.getMessage().startsWith(where)) {
+      if (ex.getMessage().startsWith(at)) {
         throw ex;
       }
-      throw new IllegalArgumentException(where + ": " + ex.getMessage(), ex);
+      throw new IllegalArgumentException(at + ": " + ex.getMessage(), ex);
     }
   }
 
@@ -108,46 +88,13 @@ public final class PolicyShape {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("name", p.name());
     m.put("algorithm", p.algorithm().id());
-    Algorithm a = p.algorithm();
-    if (a instanceof Algorithm.FixedWindow fw) {
-      m.put("limit", fw.limit());
-      m.put("window", format(fw.windowMicros()));
-    } else if (a instanceof Algorithm.SlidingWindow sw) {
-      m.put("limit", sw.limit());
-      m.put("window", format(sw.windowMicros()));
-    } else if (a instanceof Algorithm.SlidingLog sl) {
-      m.put("limit", sl.limit());
-      m.put("window", format(sl.windowMicros()));
-    } else if (a instanceof Algorithm.TokenBucket tb) {
-      m.put("capacity", tb.capacity());
-      m.put("refill-tokens", tb.refillTokens());
-      m.put("refill-period", format(tb.refillPeriodMicros()));
-    } else if (a instanceof Algorithm.Gcra g) {
-      m.put("rate", g.rate());
-      m.put("period", format(g.periodMicros()));
-      m.put("burst", g.burst());
+    AlgorithmKind kind = AlgorithmKind.of(p.algorithm());
+    for (int i = 0; i < kind.parameters().size(); i++) {
+      AlgorithmKind.Parameter param = kind.parameters().get(i);
+      long v = kind.value(p.algorithm(), i);
+      m.put(param.name(), param.period() ? format(v) : v);
     }
     return m;
-  }
-
-  /**
-   * The span of time a policy's quota covers, in microseconds: the window, or for the buckets the
-   * time to refill from empty. It is the {@code w} of the {@code RateLimit-Policy} header and the life
-   * of a refund ticket (after it, the permits a ticket names have come back anyway).
-   */
-  public static long quotaMicros(Algorithm a) {
-    if (a instanceof Algorithm.FixedWindow fw) {
-      return fw.windowMicros();
-    } else if (a instanceof Algorithm.SlidingWindow sw) {
-      return sw.windowMicros();
-    } else if (a instanceof Algorithm.SlidingLog sl) {
-      return sl.windowMicros();
-    } else if (a instanceof Algorithm.TokenBucket tb) {
-      return ceilDiv(tb.capacity() * tb.refillPeriodMicros(), tb.refillTokens());
-    } else {
-      Algorithm.Gcra g = (Algorithm.Gcra) a;
-      return ceilDiv(g.burst() * g.periodMicros(), g.rate());
-    }
   }
 
   /**
@@ -234,9 +181,5 @@ public final class PolicyShape {
 
   private static String shown(Object v) {
     return v instanceof CharSequence s ? Checks.quote(s.toString()) : String.valueOf(v);
-  }
-
-  private static long ceilDiv(long a, long b) {
-    return -Math.floorDiv(-a, b);
   }
 }

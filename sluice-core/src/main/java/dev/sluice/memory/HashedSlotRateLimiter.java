@@ -9,6 +9,7 @@ import dev.sluice.Refund;
 import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.SlotTable;
 import dev.sluice.model.Outcome;
@@ -272,10 +273,7 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
 
   /** A family's slot table, on this instance's seed, so every family maps a key to the same slot. */
   private Family newFamily(Policy p) {
-    if (p.algorithm() instanceof Algorithm.SlidingLog) {
-      throw new IllegalArgumentException("policy '" + p.name()
-          + "' uses the sliding log, whose state grows with its limit; hashed slots hold fixed-size state: use another algorithm or MemoryRateLimiter");
-    }
+    AlgorithmKind.requireFixedSize(p, "HashedSlotRateLimiter");
     int words = ReferenceModel.stateWords(p.algorithm()) + 1; // state words, then the lock word
     return new Family(p, new SlotTable<>(slots, seed, i -> new long[words]));
   }

@@ -6,6 +6,7 @@ import dev.sluice.Algorithm.Gcra;
 import dev.sluice.Algorithm.SlidingLog;
 import dev.sluice.Algorithm.SlidingWindow;
 import dev.sluice.Algorithm.TokenBucket;
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
 
 /**
@@ -287,25 +288,13 @@ public final class ReferenceModel {
 
   /**
    * The instant (epoch us) from which a ticket of {@code alg} stamped {@code stamp} no longer
-   * refunds or settles: its stamp plus twice the algorithm's span (a window, a token bucket's full
-   * refill, GCRA's burst drain), at most {@link Checks#MAX_TICKET_LIFE_MICROS}. Every tier answers
+   * refunds or settles: its stamp plus twice the span its quota covers ({@link AlgorithmKind#quotaMicros}:
+   * a window, a token bucket's full refill, GCRA's burst drain), at most {@link Checks#MAX_TICKET_LIFE_MICROS}. Every tier answers
    * no effect from then on, so a store keeps a ticket's spent record only until then and sweeps it
    * with the state.
    */
   public static long ticketExpiresAt(Algorithm alg, long stamp) {
-    long span;
-    if (alg instanceof FixedWindow fw) {
-      span = fw.windowMicros();
-    } else if (alg instanceof SlidingWindow sw) {
-      span = sw.windowMicros();
-    } else if (alg instanceof TokenBucket tb) {
-      span = ceilDiv(tb.capacity() * tb.refillPeriodMicros(), tb.refillTokens());
-    } else if (alg instanceof Gcra g) {
-      span = ceilDiv(g.burst() * g.periodMicros(), g.rate());
-    } else {
-      span = ((SlidingLog) alg).windowMicros();
-    }
-    return stamp + Math.min(2 * span, Checks.MAX_TICKET_LIFE_MICROS);
+    return stamp + Math.min(2 * AlgorithmKind.quotaMicros(alg), Checks.MAX_TICKET_LIFE_MICROS);
   }
 
   /** Whether a ticket of {@code alg} stamped {@code stamp} can still change a budget at {@code now} ({@link #ticketExpiresAt}). */
@@ -328,10 +317,8 @@ public final class ReferenceModel {
       return fw.windowMicros();
     } else if (alg instanceof SlidingWindow sw) {
       return 2 * sw.windowMicros();
-    } else if (alg instanceof TokenBucket tb) {
-      return 2 * (ceilDiv(tb.capacity() * tb.refillPeriodMicros(), tb.refillTokens()) + 1);
-    } else if (alg instanceof Gcra g) {
-      return 2 * (ceilDiv(g.burst() * g.periodMicros(), g.rate()) + 1);
+    } else if (alg instanceof TokenBucket || alg instanceof Gcra) {
+      return 2 * (AlgorithmKind.quotaMicros(alg) + 1);
     }
     return ((SlidingLog) alg).windowMicros();
   }

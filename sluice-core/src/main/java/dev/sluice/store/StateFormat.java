@@ -1,6 +1,7 @@
 package dev.sluice.store;
 
 import dev.sluice.Algorithm;
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,7 +18,8 @@ import java.util.List;
  *
  * <ul>
  *   <li>{@code s1}: the format version; anything else is malformed.
- *   <li>{@code <algorithm>}: {@link Algorithm#id()} of the policy that wrote it: {@code fixed-window},
+ *   <li>{@code <algorithm>}: {@link Algorithm#id()} of the policy that wrote it, one of the algorithms
+ *       with a fixed-size state ({@link AlgorithmKind#fixedSize()}): {@code fixed-window},
  *       {@code sliding-window}, {@code token-bucket} or {@code gcra}.
  *   <li>three state fields, laid out as in {@link dev.sluice.model.ReferenceModel}; then
  *       {@code writtenAt}, the latest ticker reading (epoch microseconds) that wrote the record, which
@@ -51,8 +53,6 @@ final class StateFormat {
 
   /** Longest well-formed value: "s1|sliding-window|" and four 16-digit fields with their bars. */
   static final int MAX_LENGTH = 18 + 4 * 16 + 3;
-
-  private static final String[] IDS = {"fixed-window", "sliding-window", "token-bucket", "gcra"};
 
   private static final int SPENT_ENTRY = 1 + 32 + 1 + 16;
   /**
@@ -178,14 +178,8 @@ final class StateFormat {
     if (bar < 0) {
       return MALFORMED;
     }
-    int algIndex = -1;
-    for (int i = 0; i < IDS.length; i++) {
-      if (value.regionMatches(p, IDS[i], 0, IDS[i].length()) && IDS[i].length() == bar - p) {
-        algIndex = i;
-        break;
-      }
-    }
-    if (algIndex < 0) {
+    AlgorithmKind kind = AlgorithmKind.find(value, p, bar);
+    if (kind == null || !kind.fixedSize()) {
       return MALFORMED;
     }
     p = bar + 1;
@@ -207,12 +201,12 @@ final class StateFormat {
       }
       p = end + 1;
     }
-    boolean sliding = algIndex == 1;
+    boolean sliding = kind == AlgorithmKind.SLIDING_WINDOW;
     if ((!sliding && (s0 == 0 || s2 != 0)) || w == 0) {
       return MALFORMED;
     }
     meta[0] = w;
-    if (!IDS[algIndex].equals(alg.id())) {
+    if (kind != AlgorithmKind.of(alg)) {
       return FOREIGN;
     }
     st[0] = s0;

@@ -10,8 +10,9 @@ import dev.sluice.Refund;
 import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
-import dev.sluice.internal.ModelSteps;
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
+import dev.sluice.internal.ModelSteps;
 import dev.sluice.internal.StoredId;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
@@ -161,10 +162,7 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
   // ---------------------------------------------------------------------------------------------
 
   @Override protected Policy compile(Policy p) {
-    if (p.algorithm() instanceof Algorithm.SlidingLog) {
-      throw slidingLog(p);
-    }
-    return p;
+    return runnable(p);
   }
 
   @Override protected boolean reportsOwnStoreCalls() {
@@ -414,10 +412,9 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
   // Store calls
   // ---------------------------------------------------------------------------------------------
 
-  static IllegalArgumentException slidingLog(Policy policy) {
-    return new IllegalArgumentException("policy '" + policy.name() + "' uses the sliding log, which keeps a list of "
-        + "entries per key and is a memory-tier algorithm; a versioned store supports fixed window, sliding window, "
-        + "token bucket and GCRA");
+  /** {@code policy}, when a record can hold its state: every algorithm but the sliding log ({@link AlgorithmKind#requireFixedSize}). */
+  static Policy runnable(Policy policy) {
+    return AlgorithmKind.requireFixedSize(policy, "a versioned store");
   }
 
   /**
@@ -577,9 +574,7 @@ public final class VersionedStoreRateLimiter extends StoreBackedRateLimiter<Poli
     private Builder(Policy policy, VersionedStore store) {
       super(policy, DEFAULT_TIMEOUT);
       this.store = Checks.notNull("store", store);
-      if (policy.algorithm() instanceof Algorithm.SlidingLog) {
-        throw slidingLog(policy);
-      }
+      runnable(policy);
       ticker(Ticker.system()); // the engine has no clock of its own: default the system's
     }
 

@@ -16,13 +16,31 @@ class PolicyShapeTest {
     List<Policy> ps = PolicyShape.policies(List.of(
         Map.of("name", "login", "algorithm", "fixed-window", "limit", 5L, "window", "1m"),
         Map.of("name", "api", "algorithm", "token-bucket", "capacity", 100, "refill-tokens", BigInteger.TEN, "refill-period", "1s"),
-        Map.of("name", "search", "algorithm", "gcra", "rate", 2, "period", "PT1S", "burst", 10)), "cfg");
+        Map.of("name", "search", "algorithm", "gcra", "rate", 2, "period", "PT1S", "burst", 10),
+        Map.of("name", "pages", "algorithm", "sliding-window", "limit", 7, "window", "1500ms"),
+        Map.of("name", "exports", "algorithm", "sliding-log", "limit", 3, "window", "1h")), "cfg");
     assertThat(ps).containsExactly(Policy.fixedWindow("login", 5, Duration.ofMinutes(1)),
-        Policy.tokenBucket("api", 100, 10, Duration.ofSeconds(1)), Policy.gcra("search", 2, Duration.ofSeconds(1), 10));
+        Policy.tokenBucket("api", 100, 10, Duration.ofSeconds(1)), Policy.gcra("search", 2, Duration.ofSeconds(1), 10),
+        Policy.slidingWindow("pages", 7, Duration.ofMillis(1500)), Policy.slidingLog("exports", 3, Duration.ofHours(1)));
     for (Policy p : ps) {
       assertThat(PolicyShape.policy(PolicyShape.describe(p), "again")).isEqualTo(p);
     }
-    assertThat(PolicyShape.quotaMicros(ps.get(1).algorithm())).isEqualTo(10_000_000L);
+    assertThat(PolicyShape.describe(ps.get(1))).containsExactly(Map.entry("name", "api"), Map.entry("algorithm", "token-bucket"),
+        Map.entry("capacity", 100L), Map.entry("refill-tokens", 10L), Map.entry("refill-period", "1s"));
+    assertThat(AlgorithmKind.quotaMicros(ps.get(1).algorithm())).isEqualTo(10_000_000L);
+  }
+
+  @Test void anUnknownAlgorithmAndEveryCheckOfAnEntryKeepTheirMessagesAndOrder() {
+    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "leaky"), "cfg"))
+        .hasMessage("cfg ('a'): unknown algorithm 'leaky'; use one of fixed-window, sliding-window, token-bucket, gcra, sliding-log");
+    // every parameter is read before a period is checked, as the Policy factories' arguments are
+    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "gcra", "rate", 1, "period", "0s"), "cfg"))
+        .hasMessage("cfg ('a'): 'burst' is missing");
+    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "token-bucket", "capacity", 1,
+        "refill-tokens", 1, "refill-period", "0s"), "cfg"))
+        .hasMessage("cfg ('a'): refill period PT0S is under 1 ms; use at least Duration.ofMillis(1)");
+    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a b", "algorithm", "fixed-window", "limit", 0, "window", "1s"), "cfg"))
+        .hasMessageStartingWith("cfg ('a b'): limit 0");
   }
 
   @Test void aValueOfTheWrongKindIsNamed() {

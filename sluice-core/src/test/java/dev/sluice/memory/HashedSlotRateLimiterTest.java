@@ -86,7 +86,9 @@ class HashedSlotRateLimiterTest {
   void theSlidingLogCannotLiveInAFixedSlot() {
     assertThatThrownBy(() -> HashedSlotRateLimiter.of(Policy.slidingLog("log", 3, Duration.ofSeconds(1)), 8))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("policy 'log' uses the sliding log, whose state grows with its limit; hashed slots hold fixed-size state: use another algorithm or MemoryRateLimiter");
+        .hasMessage("policy 'log' uses sliding-log, whose state grows with its limit; HashedSlotRateLimiter keeps a fixed-size "
+            + "state per key and runs fixed-window, sliding-window, token-bucket and gcra: use one of those, or sliding-log "
+            + "on MemoryRateLimiter or Redis");
     assertThatThrownBy(() -> HashedSlotRateLimiter.of(p, 0)).isInstanceOf(IllegalArgumentException.class)
         .hasMessage("slots 0 is not positive; it must be at least 1");
   }

@@ -203,11 +203,12 @@ class VersionedStoreRateLimiterTest {
     InMemoryVersionedStore store = new InMemoryVersionedStore();
     assertThatThrownBy(() -> VersionedStoreRateLimiter.builder(log, store))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("policy 'log' uses the sliding log, which keeps a list of entries per key and is a memory-tier "
-            + "algorithm; a versioned store supports fixed window, sliding window, token bucket and GCRA");
+        .hasMessage("policy 'log' uses sliding-log, whose state grows with its limit; a versioned store keeps a fixed-size "
+            + "state per key and runs fixed-window, sliding-window, token-bucket and gcra: use one of those, or sliding-log "
+            + "on MemoryRateLimiter or Redis");
     VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(Policy.gcra("g", 1, Duration.ofSeconds(1), 1), store).build();
     assertThatThrownBy(() -> limiter.tryAcquire("k", 1, log)).isInstanceOf(IllegalArgumentException.class)
-        .hasMessageStartingWith("policy 'log' uses the sliding log");
+        .hasMessageStartingWith("policy 'log' uses sliding-log, whose state grows with its limit; a versioned store");
   }
 
   @Test

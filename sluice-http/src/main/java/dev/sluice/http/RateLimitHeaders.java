@@ -1,9 +1,9 @@
 package dev.sluice.http;
 
-import dev.sluice.Algorithm;
 import dev.sluice.Decision;
 import dev.sluice.Path;
 import dev.sluice.Policy;
+import dev.sluice.internal.AlgorithmKind;
 import java.util.function.BiConsumer;
 
 /**
@@ -160,24 +160,12 @@ public final class RateLimitHeaders {
     return "\"" + d.policy().name() + "\";r=" + d.remaining() + ";t=" + Math.max(0, ceilSeconds(resetAtMicros - nowMicros));
   }
 
-  /** The policy's window in whole seconds, rounded up: a bucket's time to refill from empty. */
+  /**
+   * The policy's window in whole seconds, rounded up, at least 1: the span its quota covers
+   * ({@link AlgorithmKind#quotaMicros}), a bucket's time to refill from empty.
+   */
   public static long windowSeconds(Policy policy) {
-    Algorithm alg = policy.algorithm();
-    long micros;
-    if (alg instanceof Algorithm.FixedWindow fw) {
-      micros = fw.windowMicros();
-    } else if (alg instanceof Algorithm.SlidingWindow sw) {
-      micros = sw.windowMicros();
-    } else if (alg instanceof Algorithm.SlidingLog sl) {
-      micros = sl.windowMicros();
-    } else if (alg instanceof Algorithm.TokenBucket tb) {
-      // capacity * period <= 2^52 by validation, so this cannot overflow.
-      micros = ceilDiv(tb.capacity() * tb.refillPeriodMicros(), tb.refillTokens());
-    } else {
-      Algorithm.Gcra g = (Algorithm.Gcra) alg;
-      micros = ceilDiv(g.burst() * g.periodMicros(), g.rate());
-    }
-    return Math.max(1, ceilSeconds(micros));
+    return Math.max(1, ceilSeconds(AlgorithmKind.quotaMicros(policy.algorithm())));
   }
 
   private static long ceilSeconds(long micros) {

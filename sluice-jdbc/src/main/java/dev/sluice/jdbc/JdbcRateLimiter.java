@@ -4,6 +4,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Ticket;
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
 import dev.sluice.jdbc.PostgresCall.Op;
 import dev.sluice.jdbc.internal.SqlFailure;
@@ -110,10 +111,14 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   // The step: one statement on the executor, answered by the deadline.
   // ---------------------------------------------------------------------------------------------
 
-  /** The policy itself, once its algorithm is known to fit a row (the sliding log does not). */
+  /** The policy itself, once its algorithm is known to fit a row ({@link #fitsRow}). */
   @Override protected Policy compile(Policy p) {
-    PostgresRow.code(p.algorithm());
-    return p;
+    return fitsRow(p);
+  }
+
+  /** {@code policy} when a row can hold its state: every algorithm but the sliding log, refused with the core's one message. */
+  static Policy fitsRow(Policy policy) {
+    return AlgorithmKind.requireFixedSize(policy, "PostgreSQL");
   }
 
   /** The statement runs on the executor (so the deadline holds even for a sync call); this thread waits at most until the deadline. */
@@ -459,7 +464,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     private Builder(Policy policy, DataSource dataSource) {
       super(policy, Duration.ofMillis(DEFAULT_TIMEOUT_MILLIS));
       this.dataSource = Checks.notNull("dataSource", dataSource);
-      PostgresRow.code(policy.algorithm());
+      fitsRow(policy);
     }
 
     @Override protected Builder self() {

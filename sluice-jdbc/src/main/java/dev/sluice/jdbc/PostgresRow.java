@@ -56,7 +56,7 @@ final class PostgresRow {
 
   private PostgresRow() {}
 
-  /** The row's code of an algorithm; the exact sliding log has none. */
+  /** The row's code of an algorithm; the exact sliding log has none ({@link JdbcRateLimiter#fitsRow} refuses it first). */
   static int code(Algorithm a) {
     if (a instanceof Algorithm.FixedWindow) {
       return ALG_FIXED;
@@ -67,9 +67,7 @@ final class PostgresRow {
     } else if (a instanceof Algorithm.Gcra) {
       return ALG_GCRA;
     }
-    throw new IllegalArgumentException("algorithm " + a.id() + " is not supported by the PostgreSQL backend: the exact "
-        + "sliding log keeps one entry per admitted permit and does not fit a row; use Policy.slidingWindow "
-        + "(the two-window weighted counter) or the memory tier");
+    throw new IllegalArgumentException("algorithm " + a.id());
   }
 
   /** The row's p1..p3 of an algorithm (see schema.sql). */

@@ -54,9 +54,9 @@ class PostgresModuleAndBuilderTest {
   void theBuilderFailsFastWithMessagesThatNameTheValue() {
     assertThatThrownBy(() -> JdbcRateLimiter.builder(Policy.slidingLog("log", 10, Duration.ofSeconds(1)), NOWHERE))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("algorithm sliding-log is not supported by the PostgreSQL backend: the exact sliding log keeps one "
-            + "entry per admitted permit and does not fit a row; use Policy.slidingWindow (the two-window weighted "
-            + "counter) or the memory tier");
+        .hasMessage("policy 'log' uses sliding-log, whose state grows with its limit; PostgreSQL keeps a fixed-size "
+            + "state per key and runs fixed-window, sliding-window, token-bucket and gcra: use one of those, or sliding-log "
+            + "on MemoryRateLimiter or Redis");
     assertThatThrownBy(() -> JdbcRateLimiter.builder(P, null)).hasMessage("dataSource is null");
     assertThatThrownBy(() -> JdbcRateLimiter.builder(P, NOWHERE).timeout(Duration.ofNanos(999_999)))
         .hasMessage("timeout PT0.000999999S is outside 1 ms..1 min; every decision needs a deadline a caller can wait for");
@@ -66,7 +66,7 @@ class PostgresModuleAndBuilderTest {
     assertThat(JdbcRateLimiter.builder(P, NOWHERE).table("app.sluice_limits").build().table()).isEqualTo("app.sluice_limits");
     try (JdbcRateLimiter l = JdbcRateLimiter.builder(P, NOWHERE).build()) {
       assertThatThrownBy(() -> l.tryAcquire("k", 1, Policy.slidingLog("log", 10, Duration.ofSeconds(1))))
-          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("does not fit a row");
+          .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("policy 'log' uses sliding-log, whose state grows");
       assertThatThrownBy(() -> l.tryAcquire(" ")).isInstanceOf(IllegalArgumentException.class);
       assertThatThrownBy(() -> l.tryAcquire("k", 11)).hasMessageContaining("permits 11 exceeds 10");
     }

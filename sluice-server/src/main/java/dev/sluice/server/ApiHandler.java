@@ -12,6 +12,7 @@ import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RateLimitHeaders;
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
 import dev.sluice.memory.MemoryRateLimiter;
 import io.micrometer.core.instrument.Timer;
@@ -134,7 +135,7 @@ final class ApiHandler extends Handler.Abstract {
         }
         added.add(p.name());
       }
-      m.put(p.name(), new Entry(p, limiter, was != null ? was.meters() : metrics.forPolicy(p), PolicyFile.quotaMicros(p.algorithm())));
+      m.put(p.name(), new Entry(p, limiter, was != null ? was.meters() : metrics.forPolicy(p), AlgorithmKind.quotaMicros(p.algorithm())));
     }
     List<String> removed = old.keySet().stream().filter(n -> !m.containsKey(n)).toList();
     this.policiesBody = write(g -> {

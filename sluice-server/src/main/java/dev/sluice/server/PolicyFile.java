@@ -3,7 +3,6 @@ package dev.sluice.server;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
-import dev.sluice.Algorithm;
 import dev.sluice.Policy;
 import dev.sluice.internal.PolicyShape;
 import java.io.IOException;
@@ -69,11 +68,6 @@ final class PolicyFile {
   /** The policy's parameters as written in the file (for {@code GET /v1/policies}). */
   static Map<String, Object> describe(Policy p) {
     return PolicyShape.describe(p);
-  }
-
-  /** {@link PolicyShape#quotaMicros}: the {@code w} of {@code RateLimit-Policy} and the life of a refund ticket. */
-  static long quotaMicros(Algorithm a) {
-    return PolicyShape.quotaMicros(a);
   }
 
   /** Where the YAML parser stopped, as people count (line 1, column 1), or nothing when it did not say. */

@@ -78,8 +78,9 @@ final class PostgresStore extends Store {
 
   @Override boolean shared() { return true; }
 
+  /** Every policy before any limiter is built: the limiter's builder refuses an algorithm a row cannot hold. */
   @Override void check(List<Policy> policies) {
-    refuseSlidingLog(policies, "postgres");
+    policies.forEach(p -> JdbcRateLimiter.builder(p, dataSource));
   }
 
   @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {

@@ -1,6 +1,5 @@
 package dev.sluice.server;
 
-import dev.sluice.Algorithm;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
@@ -79,16 +78,6 @@ abstract class Store implements AutoCloseable {
   /** {@code --postgres URL}: every policy in one PostgreSQL table, through one connection pool. */
   static Store postgres(String url, String table, FailureMode failureMode, Duration timeout, Duration sweepInterval) {
     return new PostgresStore(url, table, failureMode, timeout, sweepInterval);
-  }
-
-  /** A store that keeps one fixed-size row per key cannot hold the exact sliding log, a list per key. */
-  static void refuseSlidingLog(List<Policy> policies, String store) {
-    for (Policy p : policies) {
-      if (p.algorithm() instanceof Algorithm.SlidingLog) {
-        throw new IllegalArgumentException("policy '" + p.name() + "' uses sliding-log, which runs on the memory store and Redis only"
-            + " (its state grows with the limit); on " + store + " use sliding-window, or drop --" + store);
-      }
-    }
   }
 
   /** {@code url} without a password ({@code user:secret@} and {@code password=} are masked). */

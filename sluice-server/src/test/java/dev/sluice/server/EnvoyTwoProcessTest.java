@@ -161,7 +161,7 @@ class EnvoyTwoProcessTest {
     Files.writeString(log, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 3, sluice: {algorithm: sliding-log}}\n");
     assertThat(ServeProcessTest.runErr("serve", "--config", config.toString(), "--envoy-config", log.toString(), "--grpc-port", "0",
         "--postgres", StoreSwitchTest.NOWHERE_POSTGRES))
-        .startsWith("sluice: policy 'd.k' uses sliding-log, which runs on the memory store and Redis only");
+        .startsWith("sluice: policy 'd.k' uses sliding-log, whose state grows with its limit; PostgreSQL keeps a fixed-size state");
     try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       Files.writeString(envoy, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n");
       assertThat(ServeProcessTest.runErr("serve", "--config", config.toString(), "--port", "0", "--envoy-config", envoy.toString(),

@@ -322,8 +322,8 @@ class StoreSwitchTest {
     List<Policy> withLog = List.of(Policy.slidingLog("exports", 3, Duration.ofHours(1)));
     assertThatThrownBy(() -> new SluiceServer(withLog, Store.postgres(NOWHERE_POSTGRES, "sluice_server_nowhere", FailureMode.closed(),
         Duration.ofMillis(100), Duration.ofMinutes(1)), "127.0.0.1", 0, Duration.ofSeconds(1), Ticker.system(), 10))
-        .hasMessage("policy 'exports' uses sliding-log, which runs on the memory store and Redis only (its state grows with the limit);"
-            + " on postgres use sliding-window, or drop --postgres");
+        .hasMessage("policy 'exports' uses sliding-log, whose state grows with its limit; PostgreSQL keeps a fixed-size state per key"
+            + " and runs fixed-window, sliding-window, token-bucket and gcra: use one of those, or sliding-log on MemoryRateLimiter or Redis");
   }
 
   @Test void badStoreOptionsExitWith2() {

@@ -13,6 +13,7 @@ import dev.sluice.Reason;
 import dev.sluice.Refund;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -47,17 +48,16 @@ public abstract sealed class BoundCases extends OutageCases permits RateLimiterC
   static List<Policy> extremePolicies(String algorithm) {
     long max = 1L << 52, maxWindow = 1L << 48, ms = 1_000;
     String n = "tck-" + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffffL) + "-x";
-    List<Algorithm> as = switch (algorithm) {
-      case "fixed-window" -> List.of(new Algorithm.FixedWindow(max, maxWindow), new Algorithm.FixedWindow(max, ms),
+    List<Algorithm> as = switch (AlgorithmKind.parse(algorithm)) { // exhaustive: a new algorithm needs its edges here
+      case FIXED_WINDOW -> List.of(new Algorithm.FixedWindow(max, maxWindow), new Algorithm.FixedWindow(max, ms),
           new Algorithm.FixedWindow(1, maxWindow));
-      case "sliding-window" -> List.of(new Algorithm.SlidingWindow(max / maxWindow, maxWindow),
+      case SLIDING_WINDOW -> List.of(new Algorithm.SlidingWindow(max / maxWindow, maxWindow),
           new Algorithm.SlidingWindow(max / ms, ms), new Algorithm.SlidingWindow(3, 7 * ms));
-      case "token-bucket" -> List.of(new Algorithm.TokenBucket(max / ms, max, ms), new Algorithm.TokenBucket(16, 9, maxWindow),
+      case TOKEN_BUCKET -> List.of(new Algorithm.TokenBucket(max / ms, max, ms), new Algorithm.TokenBucket(16, 9, maxWindow),
           new Algorithm.TokenBucket(max / ms, 9, ms));
-      case "gcra" -> List.of(new Algorithm.Gcra(max - ms, ms, 1), new Algorithm.Gcra(max - 1_000_000, 1_000_000, 1),
+      case GCRA -> List.of(new Algorithm.Gcra(max - ms, ms, 1), new Algorithm.Gcra(max - 1_000_000, 1_000_000, 1),
           new Algorithm.Gcra(5, maxWindow, 8), new Algorithm.Gcra(1_000_000_000_000L, 1_000_000, 1_000));
-      case "sliding-log" -> List.of(new Algorithm.SlidingLog(max, ms), new Algorithm.SlidingLog(3, maxWindow));
-      default -> throw new IllegalArgumentException(algorithm);
+      case SLIDING_LOG -> List.of(new Algorithm.SlidingLog(max, ms), new Algorithm.SlidingLog(3, maxWindow));
     };
     List<Policy> ps = new ArrayList<>();
     for (int i = 0; i < as.size(); i++) {

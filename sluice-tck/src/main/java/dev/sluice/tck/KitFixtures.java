@@ -8,8 +8,10 @@ import dev.sluice.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
+import dev.sluice.internal.AlgorithmKind;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -140,12 +142,12 @@ public abstract sealed class KitFixtures permits HotKeyCases {
 
   /** Algorithm templates the parameterized tests run over. */
   public static Stream<String> algorithms() {
-    return Stream.of("fixed-window", "sliding-window", "token-bucket", "gcra", "sliding-log");
+    return Arrays.stream(AlgorithmKind.values()).map(AlgorithmKind::id);
   }
 
   /** The algorithms that count in windows (a refund or an underrun after the window rolled does nothing). */
   public static Stream<String> windowAlgorithms() {
-    return Stream.of("fixed-window", "sliding-window", "sliding-log");
+    return Arrays.stream(AlgorithmKind.values()).filter(k -> !k.hasBurst()).map(AlgorithmKind::id);
   }
 
   /** A policy of the given algorithm with a fresh random name and the kit's standard numbers. */
@@ -156,23 +158,18 @@ public abstract sealed class KitFixtures permits HotKeyCases {
   /** A policy named {@code name} of the given algorithm with the kit's standard numbers for {@code limit}. */
   protected static Policy policy(String name, String algorithm, long limit) {
     Duration w = Duration.ofSeconds(1);
-    return switch (algorithm) {
-      case "fixed-window" -> Policy.fixedWindow(name, limit, w);
-      case "sliding-window" -> Policy.slidingWindow(name, limit, w);
-      case "token-bucket" -> Policy.tokenBucket(name, limit, Math.max(1, limit / 3), w);
-      case "gcra" -> Policy.gcra(name, Math.max(1, limit / 2), w, limit);
-      case "sliding-log" -> Policy.slidingLog(name, limit, w);
-      default -> throw new IllegalArgumentException(algorithm);
+    AlgorithmKind kind = AlgorithmKind.parse(algorithm);
+    // a window counts limit per second; the buckets hold limit and refill a third (token bucket) or a half (GCRA) of it
+    long rate = switch (kind) {
+      case TOKEN_BUCKET -> Math.max(1, limit / 3);
+      case GCRA -> Math.max(1, limit / 2);
+      default -> limit;
     };
+    return new Policy(name, kind.perPeriod(rate, w, limit));
   }
 
   static long windowMicros(Policy p) {
-    Algorithm a = p.algorithm();
-    if (a instanceof Algorithm.FixedWindow f) return f.windowMicros();
-    if (a instanceof Algorithm.SlidingWindow s) return s.windowMicros();
-    if (a instanceof Algorithm.TokenBucket t) return t.refillPeriodMicros();
-    if (a instanceof Algorithm.Gcra g) return g.periodMicros();
-    return ((Algorithm.SlidingLog) a).windowMicros();
+    return AlgorithmKind.periodMicros(p.algorithm());
   }
 
   /**

@@ -12,6 +12,7 @@ import dev.sluice.Reason;
 import dev.sluice.Refund;
 import dev.sluice.Settlement;
 import dev.sluice.Ticket;
+import dev.sluice.internal.AlgorithmKind;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -392,7 +393,7 @@ public abstract non-sealed class RateLimiterContract extends BoundCases {
       assertThat(l.tryAcquire("k", 1, p)).as("acquire under %s", p).isEqualTo(model.acquire(p, "k", 1, now));
       ticker.advanceMicros(1_000);
     }
-    if (algorithm.equals("fixed-window") || algorithm.equals("sliding-window") || algorithm.equals("sliding-log")) {
+    if (!AlgorithmKind.parse(algorithm).hasBurst()) {
       Policy fresh = policy(alg(algorithm), 10);
       RateLimiter m = limiter(fresh, newTicker());
       for (int i = 0; i < 6; i++) {

@@ -1,6 +1,7 @@
 package dev.sluice.server.envoy;
 
 import dev.sluice.Policy;
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Keys;
 import java.io.IOException;
 import java.io.Reader;
@@ -37,9 +38,9 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * {@code value_to_metric}, {@code share_threshold}, {@code metadata} and {@code quota_mode: false}.
  *
  * <p>One extension, inside {@code rate_limit}: a {@code sluice} block choosing the algorithm
- * ({@code fixed-window}, the default, {@code sliding-window}, {@code sliding-log},
- * {@code token-bucket}, {@code gcra}) and, for the two buckets, a {@code burst} (the default is
- * {@code requests_per_unit}). Every key is checked where it stands: an unknown one is an error naming
+ * ({@code fixed-window}, the default, {@code sliding-window}, {@code token-bucket}, {@code gcra},
+ * {@code sliding-log}: {@link AlgorithmKind}, read as {@code requests_per_unit} per {@code unit}) and,
+ * for the two buckets, a {@code burst} (the default is {@code requests_per_unit}). Every key is checked where it stands: an unknown one is an error naming
  * the file, the line and the key; nothing is ignored silently.
  *
  * <p>This file is over 500 lines because it is one format's reader: the reference's YAML, key by key,
@@ -51,7 +52,6 @@ public final class EnvoyConfig {
       "detailed_metric", "value_to_metric", "share_threshold", "metadata");
   static final Set<String> RATE_LIMIT_KEYS = Set.of("unit", "requests_per_unit", "unlimited", "name", "replaces", "sluice");
   static final Set<String> SLUICE_KEYS = Set.of("algorithm", "burst");
-  static final List<String> ALGORITHMS = List.of("fixed-window", "sliding-window", "sliding-log", "token-bucket", "gcra");
 
   /** A unit of envoyproxy/ratelimit and its length: a month is 30 days and a year 365, as there. */
   enum Unit {
@@ -416,19 +416,20 @@ public final class EnvoyConfig {
           replaces.add(replaced);
         }
       }
-      String algorithm = "fixed-window";
+      AlgorithmKind algorithm = AlgorithmKind.FIXED_WINDOW;
       Long burst = null;
       if (m.containsKey("sluice")) {
         Map<String, NodeTuple> s = mapping(m.get("sluice").getValueNode(), SLUICE_KEYS, "the sluice extension", "algorithm, burst");
         if (s.containsKey("algorithm")) {
-          algorithm = string(s.get("algorithm"));
-          if (!ALGORITHMS.contains(algorithm)) {
-            throw error(s.get("algorithm").getValueNode(), "unknown algorithm '" + algorithm + "'; use one of " + String.join(", ", ALGORITHMS));
+          try {
+            algorithm = AlgorithmKind.parse(string(s.get("algorithm")));
+          } catch (IllegalArgumentException e) {
+            throw error(s.get("algorithm").getValueNode(), e.getMessage());
           }
         }
         if (s.containsKey("burst")) {
-          if (!algorithm.equals("token-bucket") && !algorithm.equals("gcra")) {
-            throw error(s.get("burst").getKeyNode(), "burst applies to token-bucket and gcra, not to " + algorithm);
+          if (!algorithm.hasBurst()) {
+            throw error(s.get("burst").getKeyNode(), "burst applies to " + AlgorithmKind.withBurst() + ", not to " + algorithm.id());
           }
           try {
             burst = Long.parseLong(string(s.get("burst")));
@@ -446,16 +447,10 @@ public final class EnvoyConfig {
         Duration w = unit.duration();
         long b = burst == null ? rpu : burst;
         try {
-          policy = switch (algorithm) {
-            case "sliding-window" -> Policy.slidingWindow(pn, rpu, w);
-            case "sliding-log" -> Policy.slidingLog(pn, rpu, w);
-            case "token-bucket" -> Policy.tokenBucket(pn, b, rpu, w);
-            case "gcra" -> Policy.gcra(pn, rpu, w, b);
-            default -> Policy.fixedWindow(pn, rpu, w);
-          };
+          policy = new Policy(pn, algorithm.perPeriod(rpu, w, b));
         } catch (IllegalArgumentException e) {
           throw error(at, "rate limit of '" + statKey + "' (" + rpu + " per " + unit.name().toLowerCase(Locale.ROOT) + ", "
-              + algorithm + "): " + e.getMessage());
+              + algorithm.id() + "): " + e.getMessage());
         }
       }
       Rule r = new Rule(domain, statKey, policy, unit, rpu, name, List.copyOf(replaces), unlimited, shadow, detailed);

@@ -125,6 +125,44 @@ class EnvoyConfigTest {
     assertThat(c.policies()).extracting(p -> p.name()).containsExactly("d.a", "d.b", "d.c", "d.e");
   }
 
+  /**
+   * Issue 28, item 5: the extension's algorithm is the core's one parse, so an unknown name lists the
+   * accepted ones in the policy file's order (Envoy listed the sliding log third), and each name reads
+   * {@code requests_per_unit} per {@code unit} as that algorithm's own parameters.
+   */
+  @Test void theAlgorithmIsTheCoresOneParseAndReadsTheRateAsItsOwnParameters() {
+    fails("""
+        domain: d
+        descriptors:
+          - key: k
+            rate_limit: {unit: second, requests_per_unit: 1, sluice: {algorithm: leaky-bucket}}
+        """, "rl.yaml:4: unknown algorithm 'leaky-bucket'; use one of fixed-window, sliding-window, token-bucket, gcra, sliding-log");
+    fails("""
+        domain: d
+        descriptors:
+          - key: k
+            rate_limit: {unit: second, requests_per_unit: 1, sluice: {algorithm: sliding-window, burst: 3}}
+        """, "rl.yaml:4: burst applies to token-bucket and gcra, not to sliding-window");
+    EnvoyConfig c = parse("""
+        domain: d
+        descriptors:
+          - key: a
+            rate_limit: {unit: minute, requests_per_unit: 60, sluice: {algorithm: fixed-window}}
+          - key: b
+            rate_limit: {unit: minute, requests_per_unit: 60, sluice: {algorithm: sliding-window}}
+          - key: c
+            rate_limit: {unit: minute, requests_per_unit: 60, sluice: {algorithm: token-bucket, burst: 90}}
+          - key: e
+            rate_limit: {unit: minute, requests_per_unit: 60, sluice: {algorithm: gcra}}
+          - key: f
+            rate_limit: {unit: minute, requests_per_unit: 60, sluice: {algorithm: sliding-log}}
+        """);
+    long minute = 60_000_000L;
+    assertThat(c.policies()).extracting(p -> p.algorithm()).containsExactly(new Algorithm.FixedWindow(60, minute),
+        new Algorithm.SlidingWindow(60, minute), new Algorithm.TokenBucket(90, 60, minute), new Algorithm.Gcra(60, minute, 60),
+        new Algorithm.SlidingLog(60, minute));
+  }
+
   @Test void policyNamesAreValidAndStableForAnyStatKey() {
     assertThat(EnvoyConfig.policyName("d.remote_address_50.0.0.5")).isEqualTo("d.remote_address_50.0.0.5");
     String odd = EnvoyConfig.policyName("example9.path_/api/*/action");
