@@ -7,6 +7,7 @@ import dev.sluice.Ticket;
 import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
 import dev.sluice.jdbc.PostgresCall.Op;
+import dev.sluice.jdbc.internal.DeadlineTask;
 import dev.sluice.jdbc.internal.SqlFailure;
 import dev.sluice.model.ReferenceModel;
 import dev.sluice.spi.StepResult;
@@ -17,16 +18,8 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -90,7 +83,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     this.dataSource = b.dataSource;
     this.table = b.table;
     this.tenant = b.tenant;
-    this.ownExecutor = b.executor == null ? defaultExecutor() : null;
+    this.ownExecutor = b.executor == null ? DeadlineTask.workers("sluice-jdbc") : null;
     this.executor = b.executor != null ? b.executor : ownExecutor;
     PostgresSql sql = new PostgresSql(table, supplied, b.relaxedDurability, tenant != null);
     this.statements = new PostgresStatements(dataSource, timeout, sql, policy, tenant != null);
@@ -124,19 +117,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   /** The statement runs on the executor (so the deadline holds even for a sync call); this thread waits at most until the deadline. */
   @Override protected StepResult step(Policy p, Step step, String key, long permits, Ticket ticket, long now, long deadline)
       throws Exception {
-    return await(submit(call(p, step, key, permits, now, deadline), ticket), deadline);
-  }
-
-  /** Waits for {@code f} until the deadline; at the deadline it is cancelled, so a statement not yet started is never run. */
-  private static <T> T await(CompletableFuture<T> f, long deadline) throws Exception {
-    try {
-      return f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-    } catch (TimeoutException e) {
-      f.cancel(false);
-      throw e;
-    } catch (ExecutionException e) {
-      throw unwrap(e.getCause());
-    }
+    return submit(call(p, step, key, permits, now, deadline), ticket).await();
   }
 
   /** The statement on the executor, holding no caller thread. */
@@ -153,7 +134,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   /** A coalesced batch: one statement ({@code PostgresSql.batch}) on the executor, waited for until the deadline. */
   @Override protected StepResult[] stepBatch(Policy p, String tenantId, String key, long[] permits, long now, long deadline)
       throws Exception {
-    return await(submitBatch(batchCall(p, tenantId, key, permits, now, deadline)), deadline);
+    return submitBatch(batchCall(p, tenantId, key, permits, now, deadline)).await();
   }
 
   @Override protected CompletableFuture<StepResult[]> stepBatchAsync(Policy p, String tenantId, String key, long[] permits,
@@ -198,23 +179,10 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   @Override protected void delete(Policy p, String key, long deadline) throws Exception {
     PostgresCall call = new PostgresCall(Op.RESET, p, key, 1, PostgresRow.code(p.algorithm()), currentTenant(), deadline);
     call.now = suppliedTicker() != null ? Math.max(1, clock()) : 0;
-    CompletableFuture<Void> f;
-    try {
-      f = CompletableFuture.runAsync(() -> {
-        try {
-          statements.reset(call);
-        } catch (SQLException e) {
-          throw new CompletionException(e);
-        }
-      }, executor);
-    } catch (RejectedExecutionException e) {
-      throw new StoreNotReachedException("the limiter's executor refused the reset", e);
-    }
-    try {
-      f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-    } catch (ExecutionException e) {
-      throw unwrap(e.getCause());
-    }
+    DeadlineTask.submit(executor, deadline, () -> {
+      statements.reset(call);
+      return null;
+    }).await();
   }
 
   /** The one SQLSTATE-to-reason map, shared with the versioned store ({@link SqlFailure}). */
@@ -222,7 +190,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     return e instanceof SQLException ? SqlFailure.reason(e) : super.classify(e);
   }
 
-  private CompletableFuture<StepResult> submit(PostgresCall call, Ticket ticket) {
+  private DeadlineTask<StepResult> submit(PostgresCall call, Ticket ticket) {
     return submit(call, () -> switch (call.op) {
       case ACQUIRE -> statements.acquire(call);
       case PEEK -> statements.peek(call);
@@ -231,7 +199,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     }, corrupt -> corrupt);
   }
 
-  private CompletableFuture<StepResult[]> submitBatch(PostgresCall call) {
+  private DeadlineTask<StepResult[]> submitBatch(PostgresCall call) {
     return submit(call, () -> call.batch.length == 1 ? new StepResult[] {statements.acquire(call)} : statements.batch(call),
         corrupt -> {
           StepResult[] rs = new StepResult[call.batch.length];
@@ -246,76 +214,21 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
   }
 
   /**
-   * Runs {@code work} on the executor; a malformed row is corrupt state ({@code corrupt} makes the
-   * call's result of it), nothing written. A call whose caller was already answered never runs.
+   * Runs {@code work} on the executor by the call's deadline ({@link DeadlineTask}: a call whose
+   * caller was already answered never runs); a malformed row is corrupt state ({@code corrupt} makes
+   * the call's result of it), nothing written.
    */
-  private <T> CompletableFuture<T> submit(PostgresCall call, Work<T> work, Function<StepResult, T> corrupt) {
-    StatementTask<T> task = new StatementTask<>(call, work, corrupt);
-    try {
-      executor.execute(task);
-    } catch (RejectedExecutionException e) {
-      throw new StoreNotReachedException("the limiter's executor refused the statement", e);
-    }
-    return task;
-  }
-
-  /**
-   * One call's JDBC work on the executor, as its future. Cancelling it (the caller was answered at its
-   * deadline) abandons the worker's wait for a connection ({@link ConnectionWait}): a worker never
-   * waits in the pool, nor takes a connection, for a caller who is gone.
-   */
-  private static final class StatementTask<T> extends CompletableFuture<T> implements Runnable {
-    private final PostgresCall call;
-    private final Work<T> work;
-    private final Function<StepResult, T> corrupt;
-
-    StatementTask(PostgresCall call, Work<T> work, Function<StepResult, T> corrupt) {
-      this.call = call;
-      this.work = work;
-      this.corrupt = corrupt;
-    }
-
-    @Override public boolean cancel(boolean mayInterruptIfRunning) {
-      call.connectionWait.abandon();
-      return super.cancel(mayInterruptIfRunning);
-    }
-
-    @Override public void run() {
-      if (isDone()) {
-        return; // its caller was answered while it queued
-      }
-      if (System.nanoTime() - call.deadline >= 0) {
-        // The caller's deadline passed while the statement waited for a worker: do not touch the store.
-        // A TIMEOUT, not STORE_UNAVAILABLE: on a machine short of CPU this can answer the caller
-        // before its deadline timer does (issue 26, finding 7).
-        fail(new StoreNotReachedException("the deadline passed before the statement started",
-            new TimeoutException("the deadline passed while the statement waited for the limiter's executor")));
-        return;
-      }
+  private <T> DeadlineTask<T> submit(PostgresCall call, Work<T> work, Function<StepResult, T> corrupt) {
+    return DeadlineTask.submit(executor, call.deadline, call.connectionWait::abandon, () -> {
       try {
-        complete(work.run());
+        return work.run();
       } catch (StoreFailure f) {
         if (f.reason == Reason.CORRUPT_STATE) {
-          complete(corrupt.apply(StepResult.corrupt("the row of the key is not a state Sluice wrote")));
-        } else {
-          fail(f.getCause() != null ? f.getCause() : f);
+          return corrupt.apply(StepResult.corrupt("the row of the key is not a state Sluice wrote"));
         }
-      } catch (SQLException | RuntimeException | Error e) {
-        fail(e);
+        throw f.getCause() instanceof Exception cause ? cause : f;
       }
-    }
-
-    /** Completes with {@code e} as {@link CompletableFuture#supplyAsync} does: wrapped in a {@link CompletionException}. */
-    private void fail(Throwable e) {
-      completeExceptionally(e instanceof CompletionException ? e : new CompletionException(e));
-    }
-  }
-
-  private static Exception unwrap(Throwable e) {
-    while (e instanceof CompletionException && e.getCause() != null) {
-      e = e.getCause();
-    }
-    return e instanceof Exception ex ? ex : new CompletionException(e);
+    });
   }
 
   /** A call of {@code step} with the current tenant (read on the caller's thread). */
@@ -435,17 +348,6 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     if (ownExecutor != null) {
       ownExecutor.shutdown();
     }
-  }
-
-  private static ExecutorService defaultExecutor() {
-    AtomicInteger n = new AtomicInteger();
-    ThreadPoolExecutor e = new ThreadPoolExecutor(16, 16, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(4_096), r -> {
-      Thread t = new Thread(r, "sluice-jdbc-" + n.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    });
-    e.allowCoreThreadTimeOut(true);
-    return e;
   }
 
   /**

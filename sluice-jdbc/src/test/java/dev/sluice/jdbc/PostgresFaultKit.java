@@ -6,7 +6,7 @@ import org.junit.jupiter.api.AfterAll;
 
 /**
  * The fault kit on PostgreSQL: a subclass says how to start its {@link PostgresFaultFixture}, once
- * per class, and whether it is the engine (whose deadline is known to fail, {@link PostgresFaultFixture#knownToFail}).
+ * per class, and whether it is the engine (whose recovery fails for a reason of its own, {@link PostgresFaultFixture#knownToFail}).
  */
 public abstract class PostgresFaultKit extends FaultContract {
   private static PostgresFaultFixture fixture;

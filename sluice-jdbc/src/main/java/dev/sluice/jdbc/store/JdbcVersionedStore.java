@@ -1,9 +1,11 @@
 package dev.sluice.jdbc.store;
 
 import dev.sluice.Reason;
+import dev.sluice.jdbc.internal.DeadlineTask;
 import dev.sluice.jdbc.internal.SqlFailure;
 import dev.sluice.jdbc.internal.TableNames;
 import dev.sluice.spi.StoreException;
+import dev.sluice.spi.StoreNotReachedException;
 import dev.sluice.spi.StoreTimeoutException;
 import dev.sluice.spi.StoredRecord;
 import dev.sluice.spi.VersionedStore;
@@ -21,6 +23,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.TimeoutException;
 import javax.sql.DataSource;
 
 /**
@@ -44,18 +48,25 @@ import javax.sql.DataSource;
  * raw key. Expired rows stay until {@code VersionedStoreRateLimiter.sweep()} deletes them.
  *
  * <h2>Deadlines</h2>
- * Each call sets the connection's network timeout to the time left before its deadline (and restores
- * the previous value before returning the connection), so a call never waits on the socket past its
- * deadline. A failure at or after the deadline, or one that the module's one map of SQL failures
- * ({@code dev.sluice.jdbc.internal.SqlFailure}, shared with {@code JdbcRateLimiter}) calls a timeout
- * (a statement or lock timeout, a socket timeout, no pooled connection in time), is a
- * {@link StoreTimeoutException}; any other a {@link StoreException}. Waiting for a pooled connection is bounded by the pool, not by this store:
- * set the pool's connection timeout (HikariCP {@code connectionTimeout}) no longer than the limiter's
- * timeout.
+ * Every call returns by its deadline, connection acquisition included, as {@code JdbcRateLimiter}'s
+ * do and by the same mechanism ({@code dev.sluice.jdbc.internal.DeadlineTask}): the JDBC work runs on
+ * the store's executor ({@link Builder#executor}) and the calling thread waits for it at most until
+ * the deadline; work whose deadline passed while it waited for a worker never starts. On the worker,
+ * the connection's network timeout is the time left before the deadline (the previous value is
+ * restored before the connection goes back), so a worker is freed when its caller's deadline passes.
+ * A call that did not finish by its deadline, or failed with what the module's one map of SQL
+ * failures ({@code dev.sluice.jdbc.internal.SqlFailure}, shared with {@code JdbcRateLimiter}) calls a
+ * timeout (a statement or lock timeout, a socket timeout, no pooled connection in time), is a
+ * {@link StoreTimeoutException}; work that never started is a
+ * {@link StoreNotReachedException} (nothing was sent); any other failure a
+ * {@link StoreException}. Set the pool's connection timeout (HikariCP {@code connectionTimeout}) no
+ * longer than the limiter's timeout, so that a worker does not wait for a connection long after its
+ * caller was answered.
  *
- * <p>Thread-safe; holds no state besides its configuration. Connections are borrowed per call.
+ * <p>Thread-safe; holds no state besides its configuration and its executor. Connections are
+ * borrowed per call. {@link #close()} stops the store's own executor.
  */
-public final class JdbcVersionedStore implements VersionedStore {
+public final class JdbcVersionedStore implements VersionedStore, AutoCloseable {
   /** The SQL flavour of the statements. */
   public enum Dialect {
     /** PostgreSQL: {@code INSERT ... ON CONFLICT DO NOTHING}, {@code LIMIT}. */
@@ -92,12 +103,16 @@ public final class JdbcVersionedStore implements VersionedStore {
 
   private final DataSource dataSource;
   private final String table;
+  private final Executor executor;
+  private final ExecutorService ownExecutor;
   private volatile Dialect dialect;
   private volatile Sql sql;
 
   private JdbcVersionedStore(Builder b) {
     this.dataSource = b.dataSource;
     this.table = b.table;
+    this.ownExecutor = b.executor == null ? DeadlineTask.workers("sluice-jdbc-store") : null;
+    this.executor = b.executor != null ? b.executor : ownExecutor;
     this.dialect = b.dialect;
     this.sql = b.dialect == null ? null : new Sql(b.dialect, b.table);
   }
@@ -253,16 +268,33 @@ public final class JdbcVersionedStore implements VersionedStore {
     T run(Connection c, Sql q) throws SQLException;
   }
 
+  /** One call: its work on the executor, waited for until the deadline ({@link DeadlineTask}). */
   private <T> T call(long deadlineNanos, String what, Work<T> work) {
-    long left = deadlineNanos - System.nanoTime();
-    if (left <= 0) {
+    if (deadlineNanos - System.nanoTime() <= 0) {
       throw new StoreTimeoutException(what + " on " + table + ": the deadline passed before the call");
     }
+    try {
+      return DeadlineTask.submit(executor, deadlineNanos, () -> onWorker(deadlineNanos, what, work)).await();
+    } catch (TimeoutException e) {
+      throw new StoreTimeoutException(what + " on " + table + " did not complete by its deadline", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new StoreException(what + " on " + table + ": interrupted while waiting for it", e);
+    } catch (RuntimeException e) {
+      throw e; // what onWorker threw: a StoreException, or a programmer error
+    } catch (Exception e) {
+      throw new StoreException(what + " on " + table + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  /** One statement on a connection whose network timeout is the time left; on the worker. */
+  private <T> T onWorker(long deadlineNanos, String what, Work<T> work) {
     try (Connection c = dataSource.getConnection()) {
       int previous = c.getNetworkTimeout();
       int millis = (int) Math.min(Integer.MAX_VALUE, Math.max(1, (deadlineNanos - System.nanoTime() + 999_999) / 1_000_000));
       if (deadlineNanos - System.nanoTime() <= 0) {
-        throw new StoreTimeoutException(what + " on " + table + ": the deadline passed while waiting for a connection");
+        throw new StoreNotReachedException(what + " on " + table + ": nothing sent",
+            new TimeoutException("the deadline passed while waiting for a connection"));
       }
       c.setNetworkTimeout(DIRECT, millis);
       try {
@@ -342,6 +374,13 @@ public final class JdbcVersionedStore implements VersionedStore {
     return table;
   }
 
+  /** Stops the store's own executor (a supplied executor and the DataSource are the caller's). */
+  @Override public void close() {
+    if (ownExecutor != null) {
+      ownExecutor.shutdown();
+    }
+  }
+
   @Override public String toString() {
     return "JdbcVersionedStore[table=" + table + ", dialect=" + dialect + "]";
   }
@@ -389,6 +428,7 @@ public final class JdbcVersionedStore implements VersionedStore {
     private final DataSource dataSource;
     private String table = DEFAULT_TABLE;
     private Dialect dialect;
+    private Executor executor;
 
     private Builder(DataSource dataSource) {
       if (dataSource == null) {
@@ -409,6 +449,20 @@ public final class JdbcVersionedStore implements VersionedStore {
         throw new IllegalArgumentException("dialect is null");
       }
       this.dialect = dialect;
+      return this;
+    }
+
+    /**
+     * Runs the JDBC work of every call on {@code executor}; the caller waits at most its deadline.
+     * Default: the store's own pool of 16 daemon threads, stopped by
+     * {@link JdbcVersionedStore#close()}. Size it like the connection pool; it must not run tasks on
+     * the calling thread, or the deadline cannot be held.
+     */
+    public Builder executor(Executor executor) {
+      if (executor == null) {
+        throw new IllegalArgumentException("executor is null");
+      }
+      this.executor = executor;
       return this;
     }
 

@@ -66,6 +66,7 @@ class JdbcVersionedStoreTest {
               + "(optionally schema.table), at most 63 each");
     }
     assertThatThrownBy(() -> JdbcVersionedStore.builder(null)).hasMessage("dataSource is null");
+    assertThatThrownBy(() -> JdbcVersionedStore.builder(new NoDataSource()).executor(null)).hasMessage("executor is null");
   }
 
   @ParameterizedTest @MethodSource("databases")
