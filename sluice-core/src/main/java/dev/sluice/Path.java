@@ -4,7 +4,10 @@ package dev.sluice;
 public enum Path {
   /** The limiter's own store decided (memory table, Redis script, SQL statement). */
   PRIMARY,
-  /** The store failed and the fallback limiter of {@link FailureMode#fallback} decided. */
+  /**
+   * The store failed and a local limiter decided: the fallback of {@link FailureMode#fallback}, or a
+   * composition's local legs (see {@link dev.sluice.compose.Composition.Builder#failureMode}).
+   */
   FALLBACK,
   /** The store failed and the failure mode decided without any store: closed refused, open allowed. */
   FAILURE_MODE,

@@ -45,8 +45,8 @@ public final class RateLimiters {
 
   /**
    * The shared store asked first (one round trip), then the local legs; when the store cannot answer,
-   * the local legs decide alone ({@link dev.sluice.compose.Degrade#LOCAL}, marked {@link Path#FALLBACK}).
-   * For fail-closed, use {@link Composition#builder()}.
+   * the local legs decide alone (the composition's default failure mode, marked {@link Path#FALLBACK}).
+   * For another {@link FailureMode} (closed, a fallback for the shared part), use {@link Composition#builder()}.
    */
   public static Composition sharedThenLocal(RateLimiter shared, RateLimiter... localLegs) {
     return Composition.builder().sharedState(SharedState.of(shared)).legs(localLegs).build();

@@ -23,7 +23,7 @@ import java.util.function.Supplier;
  */
 final class AllOf {
   private final CompositionCounters counters;
-  /** The wait of a refusal no store answered (a leg threw, the shared state threw or fails closed). */
+  /** The wait of a refusal no store answered (a leg threw, the failure mode refused): the mode's retryAfter. */
   private final long failureRetryMicros;
   /** The shared state, to compensate, refund and settle its part of a call; null without one. */
   private final SharedFirst shared;
@@ -300,7 +300,7 @@ final class AllOf {
     return failure(s.policies[Math.max(0, i)], Reason.STORE_UNAVAILABLE, now, null);
   }
 
-  /** A failure refusal: the shared limiter's own failure-mode wait when it refused, else {@code failureRetry}. */
+  /** A failure refusal: the shared limiter's own failure-mode wait when it refused, else the composition's mode's. */
   Decision failure(Policy p, Reason r, long now, Decision shared) {
     long retry = shared != null && !shared.allowed() && shared.path() == Path.FAILURE_MODE ? shared.retryAfterMicros() : failureRetryMicros;
     return Decision.builder(p).refused(r).path(Path.FAILURE_MODE).resetAtMicros(now + retry).retryAfterMicros(retry).build();

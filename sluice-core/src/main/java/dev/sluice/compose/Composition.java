@@ -58,7 +58,8 @@ import java.util.function.IntFunction;
  *       {@link CompositionStats#failedCompensations()}.
  * </ol>
  * With a {@link SharedState}, the shared store is asked first (one round trip); the local legs are
- * consulted only when it admits, and its charge is refunded when a local leg refuses.
+ * consulted only when it admits, and its charge is refunded when a local leg refuses. When it cannot
+ * answer, the composition's {@link FailureMode} decides its part ({@link Builder#failureMode}).
  *
  * <h2>Decisions</h2>
  * An allowed decision reports the most restrictive leg (least remaining, then latest reset) and
@@ -70,7 +71,8 @@ import java.util.function.IntFunction;
  * {@link CompositionStats#legErrors()} and rethrown, since nothing sensible can be decided in its
  * place; any other throwable (an unchecked exception, or a checked one thrown sneakily) is counted
  * in {@link CompositionStats#legErrors()} and the call is refused with {@link Reason#STORE_UNAVAILABLE},
- * {@link Path#FAILURE_MODE} and the {@code failureRetry} wait (1 s by default): a leg that cannot say
+ * {@link Path#FAILURE_MODE} and the wait of the composition's {@link Builder#failureMode failure mode}
+ * (its {@link FailureMode#retryAfter()}, 1 s by default): a leg that cannot say
  * whether it can afford the request is not a leg that should be charged. A refund that throws while
  * compensating counts as a failed compensation, the other legs are still refunded, and an Error from
  * it is rethrown once they are.
@@ -116,8 +118,8 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
   private volatile Policy keyedPolicy;
 
   private Composition(Builder b) {
-    this.shared = b.shared == null ? null : new SharedFirst(b.shared, b.degrade, b.missingKey, counters);
-    this.allOf = new AllOf(counters, b.failureRetry.toNanos() / 1_000, shared);
+    this.shared = b.shared == null ? null : new SharedFirst(b.shared, b.failureMode, b.missingKey, counters);
+    this.allOf = new AllOf(counters, b.failureMode.retryAfter().toNanos() / 1_000, shared);
     this.listener = RateLimitListener.guarded(b.listener, b.includeKeys);
     this.listening = listener != RateLimitListener.NONE;
     this.statsKey = b.statsKey;
@@ -476,12 +478,14 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
 
   /** Fails fast: {@link IllegalArgumentException} for a bad value, {@link IllegalStateException} for a conflict. */
   public static final class Builder {
+    /** The default: the shared limit is lifted while its store cannot answer, and the legs decide alone. */
+    private static final FailureMode LEGS_DECIDE = FailureMode.open((policy, reason, cause) -> { });
+
     private final List<RateLimiter> legs = new ArrayList<>();
     private final List<IntFunction<? extends RateLimiter>> factories = new ArrayList<>();
     private int slots = -1;
     private SharedState shared;
-    private Degrade degrade = Degrade.LOCAL;
-    private Duration failureRetry = FailureMode.DEFAULT_CLOSED_RETRY;
+    private FailureMode failureMode = LEGS_DECIDE;
     private Ticker ticker;
     private RateLimitListener listener;
     private boolean includeKeys;
@@ -527,18 +531,25 @@ public final class Composition implements ClockedRateLimiter, AutoCloseable {
       return this;
     }
 
-    /** What to do when the shared state cannot answer (default {@link Degrade#LOCAL}). */
-    public Builder degrade(Degrade degrade) {
-      this.degrade = Checks.notNull("degrade", degrade);
-      return this;
-    }
-
     /**
-     * The wait of a refusal that no store answered: a leg threw, or the shared state threw or fails
-     * closed without a failure-mode refusal of its own (whose wait is kept). Default 1 s, at least 1 ms.
+     * What a call decides when the shared state cannot answer (an exception, a timeout, or a decision
+     * its limiter did not take on its own store), applied to the shared state's part as a store-backed
+     * limiter applies its mode around its store; the local legs then decide as always:
+     * <ul>
+     *   <li>{@link FailureMode#open(FailureMode.FailureAlert)} (the default, with no alert): the shared
+     *       limit is lifted, the alert is told, and the legs decide alone, marked {@link Path#FALLBACK}:
+     *       available, limited per process until the store recovers.
+     *   <li>{@link FailureMode#closed(Duration)}: refused, marked {@link Path#FAILURE_MODE}, legs untouched.
+     *   <li>{@link FailureMode#fallback(RateLimiter)}: a local limiter (a memory tier of the shared
+     *       policy, say) stands in for the shared state, then the legs decide, marked {@link Path#FALLBACK};
+     *       its tickets refund into it.
+     * </ul>
+     * The mode's {@link FailureMode#retryAfter()} is the wait of every refusal no store answered: the
+     * mode's own, and a leg that threw (a shared limiter's own failure-mode refusal keeps its wait).
+     * Corrupt state, an invalid clock and contention refuse under every mode.
      */
-    public Builder failureRetry(Duration retry) {
-      this.failureRetry = Checks.atLeastOneMilli("failureRetry", retry, Checks.REFUSAL_WAIT);
+    public Builder failureMode(FailureMode failureMode) {
+      this.failureMode = Checks.notNull("failureMode", failureMode);
       return this;
     }
 

@@ -14,12 +14,15 @@ import java.util.concurrent.ExecutionException;
 
 /**
  * Shared state first, then the local legs: the shared store is asked once per call; the legs are
- * consulted only when it admits (its charge is compensated with theirs when a leg refuses), and
- * when it cannot answer, {@link Degrade} decides: the legs alone ({@link Path#FALLBACK}) or a
- * refusal. Corrupt state, an invalid clock and contention refuse whatever the degrade. The
- * {@code missingKey} is sent for a call without a key.
+ * consulted only when it admits (its charge is compensated with theirs when a leg refuses). When it
+ * cannot answer, the composition's {@link FailureMode} decides the shared state's part, applied
+ * around it as a store-backed limiter applies its own around its store: a refusal ({@code closed})
+ * refuses the call; {@code open}'s allowance lets the legs decide alone; a {@code fallback}'s
+ * decision stands in for the shared state's and the legs decide with it. A call the legs decided
+ * without the store is marked {@link Path#FALLBACK}. Corrupt state, an invalid clock and contention
+ * refuse whatever the mode. The {@code missingKey} is sent for a call without a key.
  */
-record SharedFirst(SharedState state, Degrade degrade, String missingKey, CompositionCounters counters) {
+record SharedFirst(SharedState state, FailureMode mode, String missingKey, CompositionCounters counters) {
   boolean isSynchronous() {
     return state.isSynchronous();
   }
@@ -60,23 +63,29 @@ record SharedFirst(SharedState state, Degrade degrade, String missingKey, Compos
       sd = null;
     }
     if (sd == null || storeFailed(sd)) {
-      if (degrade == Degrade.FAIL_CLOSED || (sd != null && FailureMode.alwaysClosed(sd.reason()))) {
-        Reason r = sd != null && sd.reason().isFailure() ? sd.reason() : Reason.STORE_UNAVAILABLE;
+      Reason r = failure(sd);
+      Decision part = FailureMode.alwaysClosed(r) ? null : mode.peek(state.policy(), key(key), r, null, now);
+      if (refusedWithoutDeciding(part)) {
         return legs.failure(s.policies[0], r, now, sd);
       }
-      return legs.peek(s, key, now, null, true);
+      return legs.peek(s, key, now, standIn(part), true);
     }
     return legs.peek(s, key, now, sd, false);
   }
 
   void reset(String key) {
     state.reset(key(key));
+    mode.reset(key(key), state.policy());
   }
 
-  /** Never throws but an {@link Error}: a refund that throws counts as failed. */
+  /**
+   * Never throws but an {@link Error}: a refund that throws counts as failed. A ticket the shared
+   * state did not issue goes to the mode (a fallback's own tickets refund into it).
+   */
   Refund refund(Ticket t) {
     try {
-      return state.refund(t);
+      Refund r = state.refund(t);
+      return r == Refund.NO_EFFECT ? mode.refundForeign(t) : r;
     } catch (Error e) {
       throw e;
     } catch (Throwable e) {
@@ -85,10 +94,11 @@ record SharedFirst(SharedState state, Degrade degrade, String missingKey, Compos
     }
   }
 
-  /** Never throws but an {@link Error}: a settlement that throws counts as failed. */
+  /** Never throws but an {@link Error}: a settlement that throws counts as failed. Foreign tickets as for {@link #refund}. */
   Settlement settle(Ticket t, long actualPermits) {
     try {
-      return state.settle(t, actualPermits);
+      Settlement r = state.settle(t, actualPermits);
+      return r == Settlement.NO_EFFECT ? mode.settleForeign(t, actualPermits) : r;
     } catch (Error e) {
       throw e;
     } catch (Throwable e) {
@@ -103,14 +113,40 @@ record SharedFirst(SharedState state, Degrade degrade, String missingKey, Compos
     }
     counters.sharedFailures.increment();
     if (sd != null && sd.ticket().isPresent()) {
-      // Counted by the shared limiter's own fallback, not by the store: the degrade policy decides instead.
+      // Counted by the shared limiter's own fallback, not by the store: this composition's mode decides instead.
       refund(sd.ticket().get());
     }
-    Reason r = sd != null && sd.reason().isFailure() ? sd.reason() : Reason.STORE_UNAVAILABLE;
-    if (degrade == Degrade.FAIL_CLOSED || FailureMode.alwaysClosed(r)) {
+    Reason r = failure(sd);
+    Decision part = FailureMode.alwaysClosed(r) ? null : mode.decide(state.policy(), key(key), permits, r, err, now);
+    if (refusedWithoutDeciding(part)) {
       return legs.failure(s.policies[0], r, now, sd);
     }
-    return legs.acquire(s, key, permits, now, null).withPath(Path.FALLBACK);
+    if (!part.allowed()) {
+      return part; // the fallback's own refusal: nothing was charged
+    }
+    return legs.acquire(s, key, permits, now, standIn(part)).withPath(Path.FALLBACK);
+  }
+
+  /** The reason the shared state could not answer: its decision's failure reason, else {@link Reason#STORE_UNAVAILABLE}. */
+  private static Reason failure(Decision sd) {
+    return sd != null && sd.reason().isFailure() ? sd.reason() : Reason.STORE_UNAVAILABLE;
+  }
+
+  /**
+   * True when no limiter decided the shared part: an always-closed reason (null), or a refusal of
+   * the mode itself ({@code closed}, a fallback that could not decide); the call is then refused with
+   * the mode's wait, or the shared limiter's own when it refused.
+   */
+  private static boolean refusedWithoutDeciding(Decision part) {
+    return part == null || (!part.allowed() && part.path() == Path.FAILURE_MODE);
+  }
+
+  /**
+   * The mode's decision of the shared part as the legs see it: a fallback's, which counted and knows
+   * its limit, or null for {@code open}'s allowance, which charged nothing and knows no limit.
+   */
+  private static Decision standIn(Decision part) {
+    return part.reason().isFailure() ? null : part;
   }
 
   private String key(String key) {
@@ -134,6 +170,6 @@ record SharedFirst(SharedState state, Degrade degrade, String missingKey, Compos
   }
 
   @Override public String toString() {
-    return "shared=" + state + ", degrade=" + degrade;
+    return "shared=" + state + ", failureMode=" + mode;
   }
 }

@@ -1,6 +1,7 @@
 package dev.sluice.compose;
 
 import dev.sluice.Decision;
+import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
 import dev.sluice.Settlement;
@@ -24,7 +25,7 @@ import java.util.concurrent.CompletionStage;
  *
  * <p>A decision served by the shared limiter's own failure mode or fallback ({@link dev.sluice.Path#FAILURE_MODE},
  * {@link dev.sluice.Path#FALLBACK}), or with a {@link dev.sluice.Reason#isFailure() failure reason}, is read
- * as "the store could not answer", and the composition applies its {@link Degrade} policy; so does an
+ * as "the store could not answer", and the composition's {@link dev.sluice.FailureMode} decides; so does an
  * exception. A {@link dev.sluice.Path#NEAR_CACHE} refusal (a {@link NearCachedRateLimiter} in front of the
  * store) is the store's own answer, remembered, and is honoured.
  */
@@ -32,6 +33,9 @@ public interface SharedState {
 
   /** True when {@link #check} and {@link #peek} answer on the calling thread. */
   boolean isSynchronous();
+
+  /** The policy the shared store decides under; the composition's failure mode decides under it when the store cannot. */
+  Policy policy();
 
   /** Charges {@code permits} for {@code key} in the shared store. Only called when {@link #isSynchronous()}. */
   Decision check(String key, long permits);
@@ -83,6 +87,10 @@ final class LimiterSharedState implements SharedState {
 
   @Override public boolean isSynchronous() {
     return synchronous;
+  }
+
+  @Override public Policy policy() {
+    return shared.policy();
   }
 
   @Override public Decision check(String key, long permits) {

@@ -7,7 +7,8 @@ import java.time.Duration;
 /**
  * Thrown by {@link RateLimitGuard} when the limiter refused: the caller is over its limit (or, for
  * {@link Reason#CORRUPT_STATE} and {@link Reason#INVALID_CLOCK}, the limiter cannot trust its
- * state). Carries the {@link #retryAfter()} to tell the caller. The message names the policy, never
+ * state; or the guard's failure mode refused a check the limiter could not decide). Carries the
+ * {@link #retryAfter()} to tell the caller. The message names the policy, never
  * the key (keys are often personal data).
  *
  * <p>Unchecked, so it crosses lambdas and frameworks that do not declare checked exceptions. The

@@ -1,5 +1,6 @@
 package dev.sluice.guard;
 
+import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
 import dev.sluice.Path;
@@ -13,20 +14,21 @@ import java.util.function.Supplier;
 
 /**
  * Guards any operation with a rate limit: {@link #check} returns when the limiter allows, throws
- * {@link RateLimitExceededException} when it refuses, and <b>fails open</b> when the store cannot
- * decide: the call proceeds and {@link StoreErrorHandler#onStoreError} is told.
+ * {@link RateLimitExceededException} when it refuses, and when the limiter could not decide (its
+ * store failed) the guard's {@link FailureMode} decides, applied around the limiter: by default
+ * {@link FailureMode#open open}, so the call proceeds and the failure is logged.
  *
  * <p>Failing open is the point of a guard: an abuse throttle on a login or a tool call must never
- * lock an account out because of infrastructure. It does so whatever the limiter's own
- * {@link dev.sluice.FailureMode} is (a closed refusal with a failure reason becomes an allowed call),
- * except for the reasons every failure mode refuses ({@link FailureMode#alwaysClosed}): corrupt
- * state and an invalid clock (a state that must not be trusted) and contention (compare-and-set
- * retries run out on a key hammered hard enough; letting that flood through would open the guard
- * exactly when it is attacked).
+ * lock an account out because of infrastructure. The guard's mode decides whatever the limiter's own
+ * {@link FailureMode} is (a closed refusal with a failure reason becomes an allowed call under the
+ * guard's open mode), except for the reasons every failure mode refuses
+ * ({@link FailureMode#alwaysClosed}): corrupt state and an invalid clock (a state that must not be
+ * trusted) and contention (compare-and-set retries run out on a key hammered hard enough; letting that
+ * flood through would open the guard exactly when it is attacked), which the limiter's refusal answers.
  *
  * <pre>{@code
  * RateLimitGuard guard = RateLimitGuard.builder(limiter)
- *     .onStoreError(e -> alerts.page("rate limiter down: " + e.reason()))
+ *     .failureMode(FailureMode.open((policy, reason, cause) -> alerts.page("rate limiter down: " + reason)))
  *     .build();
  * guard.check("account:" + accountId);              // throws RateLimitExceededException when over
  * Result r = guard.call("account:" + accountId, () -> expensiveOperation());
@@ -36,15 +38,18 @@ import java.util.function.Supplier;
  */
 public final class RateLimitGuard {
   private static final System.Logger LOG = System.getLogger(RateLimitGuard.class.getName());
+  /** The guard's default: fail open, each failure logged at WARNING. */
+  private static final FailureMode FAIL_OPEN = FailureMode.open((policy, reason, cause) -> LOG.log(System.Logger.Level.WARNING,
+      "rate limiter could not decide for policy '" + policy.name() + "' (" + reason + "); allowed the call (guard fails open)", cause));
 
   private final RateLimiter limiter;
   private final Policy policy;
-  private final StoreErrorHandler onStoreError;
+  private final FailureMode failureMode;
 
   private RateLimitGuard(Builder b) {
     this.limiter = b.limiter;
     this.policy = b.policy != null ? b.policy : b.limiter.policy();
-    this.onStoreError = b.onStoreError;
+    this.failureMode = b.failureMode;
   }
 
   public static Builder builder(RateLimiter limiter) {
@@ -57,10 +62,11 @@ public final class RateLimitGuard {
   }
 
   /**
-   * Spends one permit for {@code key}. Returns the allowed decision; when the guard failed open it
-   * returns an allowed decision with the failure's {@link Decision#reason()}, {@link Path#FAILURE_MODE}
-   * and no ticket. Throws {@link RateLimitExceededException} when
-   * refused. Throws {@link IllegalArgumentException} for a bad key.
+   * Spends one permit for {@code key}. Returns the allowed decision; when the limiter could not decide
+   * and the guard's failure mode allowed the call (open, the default), an allowed decision with the
+   * failure's {@link Decision#reason()}, {@link Path#FAILURE_MODE} and no ticket. Throws
+   * {@link RateLimitExceededException} when refused (by the limiter, or by the guard's failure mode).
+   * Throws {@link IllegalArgumentException} for a bad key.
    */
   public Decision check(String key) {
     return check(key, 1);
@@ -71,25 +77,19 @@ public final class RateLimitGuard {
     Decision d;
     try {
       d = limiter.tryAcquire(key, permits, policy);
+      Reason reason = d.reason();
+      if (reason.isFailure() && !FailureMode.alwaysClosed(reason)) {
+        // The limiter's own failure mode answered: the guard's decides instead.
+        d = failureMode.decide(policy, key, permits, reason, null, now());
+      }
     } catch (IllegalArgumentException e) {
       throw e;
     } catch (RuntimeException e) {
-      // A limiter must not throw for store trouble; one that does is treated as a store failure.
-      report(new StoreError(policy, key, Reason.STORE_UNAVAILABLE, null, e));
-      long now = Ticker.system().nowMicros();
-      return Decision.builder(policy).allowed(Reason.STORE_UNAVAILABLE).path(Path.FAILURE_MODE).resetAtMicros(now).build();
+      // A limiter must not throw for store trouble; one that does could not decide.
+      d = failureMode.decide(policy, key, permits, Reason.STORE_UNAVAILABLE, e, now());
     }
     if (d.allowed()) {
-      if (d.reason().isFailure()) {
-        // The limiter's own open mode let it through; still say so to our handler.
-        report(new StoreError(policy, key, d.reason(), d, null));
-      }
       return d;
-    }
-    Reason reason = d.reason();
-    if (reason.isFailure() && !FailureMode.alwaysClosed(reason)) {
-      report(new StoreError(policy, key, reason, d, null));
-      return Decision.builder(d.policy()).allowed(reason).path(Path.FAILURE_MODE).resetAtMicros(d.resetAtMicros()).build();
     }
     throw new RateLimitExceededException(d);
   }
@@ -112,19 +112,16 @@ public final class RateLimitGuard {
     operation.run();
   }
 
-  private void report(StoreError error) {
-    try {
-      onStoreError.onStoreError(error);
-    } catch (Throwable t) {
-      LOG.log(System.Logger.Level.WARNING, "onStoreError handler threw; ignored", t);
-    }
+  /** The guard's clock for a decision its failure mode makes: the limiter's when it has one. */
+  private long now() {
+    return (limiter instanceof ClockedRateLimiter c ? c.ticker() : Ticker.system()).nowMicros();
   }
 
   /** Builds a {@link RateLimitGuard}. */
   public static final class Builder {
     private final RateLimiter limiter;
     private Policy policy;
-    private StoreErrorHandler onStoreError = StoreErrorHandler.LOG;
+    private FailureMode failureMode = FAIL_OPEN;
 
     private Builder(RateLimiter limiter) {
       this.limiter = limiter;
@@ -136,9 +133,14 @@ public final class RateLimitGuard {
       return this;
     }
 
-    /** Told each time the guard fails open. Default: {@link StoreErrorHandler#LOG}. */
-    public Builder onStoreError(StoreErrorHandler handler) {
-      this.onStoreError = Checks.notNull("onStoreError", handler);
+    /**
+     * What a check decides when the limiter could not: {@link FailureMode#open(FailureMode.FailureAlert)}
+     * with your alert (the default logs each failure at WARNING), {@link FailureMode#closed()} to refuse
+     * ({@link RateLimitExceededException} with the failure's reason), or
+     * {@link FailureMode#fallback(RateLimiter)} to decide with a local limiter.
+     */
+    public Builder failureMode(FailureMode failureMode) {
+      this.failureMode = Checks.notNull("failureMode", failureMode);
       return this;
     }
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
+import dev.sluice.FailureMode;
 import dev.sluice.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
@@ -243,15 +244,16 @@ class CompositionTest {
     assertThat(withChecked.stats().legErrors()).isEqualTo(2);
   }
 
-  /** Issue 13: a composition refused every failure with a fixed 1 s, whatever was configured. */
+  /** Issue 13: a composition refused every failure with a fixed 1 s, whatever was configured; it waits its failure mode's retryAfter. */
   @Test
-  void aFailureRefusalWaitsTheConfiguredFailureRetry() {
+  void aFailureRefusalWaitsTheFailureModesRetryAfter() {
     var a = new Legs.Clocked(Legs.memory(Policy.fixedWindow("a", 5, Duration.ofSeconds(10)), ticker));
     var broken = new Legs.Throwing(Policy.fixedWindow("broken", 5, Duration.ofSeconds(10)), new IllegalStateException("down"));
-    Composition all = Composition.builder().legs(a, broken).failureRetry(Duration.ofMillis(250)).build();
+    Composition all = Composition.builder().legs(a, broken).failureMode(FailureMode.closed(Duration.ofMillis(250))).build();
     assertThat(all.tryAcquire("k").retryAfter()).isEqualTo(Duration.ofMillis(250));
-    assertThatThrownBy(() -> Composition.builder().failureRetry(Duration.ZERO))
-        .hasMessage("failureRetry PT0S is under 1 ms; a refusal must ask for at least 1 ms");
+    Composition byDefault = Composition.builder().legs(a, broken).build();
+    assertThat(byDefault.tryAcquire("k").retryAfter()).as("the default mode's wait").isEqualTo(Duration.ofSeconds(1));
+    assertThatThrownBy(() -> Composition.builder().failureMode(null)).hasMessage("failureMode is null");
   }
 
   @Test

@@ -3,6 +3,7 @@ package dev.sluice.compose;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
+import dev.sluice.FailureMode;
 import dev.sluice.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
@@ -112,7 +113,7 @@ class NearCacheStoreTest {
     var local = new Legs.Clocked(Legs.memory(Policy.fixedWindow("local", 2, Duration.ofMinutes(1)), ticker));
     Composition local2 = Composition.builder().sharedState(SharedState.of(NearCachedRateLimiter.builder(shared).ticker(ticker).build()))
         .leg(local).build();
-    Composition closed = Composition.builder().sharedState(SharedState.of(shared)).degrade(Degrade.FAIL_CLOSED)
+    Composition closed = Composition.builder().sharedState(SharedState.of(shared)).failureMode(FailureMode.closed())
         .leg(Legs.memory(Policy.fixedWindow("local", 2, Duration.ofMinutes(1)), ticker)).build();
 
     assertThat(local2.tryAcquire("acme").path()).isEqualTo(Path.PRIMARY);

@@ -51,7 +51,12 @@ class SharedStateTest {
       return d.tryAcquire(key, permits, p);
     }
 
-    @Override public Decision peek(String key, Policy p) { return d.peek(key, p); }
+    @Override public Decision peek(String key, Policy p) {
+      if (throwing) {
+        throw new IllegalStateException("connection reset");
+      }
+      return d.peek(key, p);
+    }
 
     @Override public Refund refund(Ticket t) { return d.refund(t); }
 
@@ -134,7 +139,7 @@ class SharedStateTest {
   }
 
   @Test
-  void degradeLocalServesFromTheLocalLegsAndSaysSo() {
+  void byDefaultTheLocalLegsDecideAloneAndSaySo() {
     Store shared = store(100);
     var local = local(2);
     Composition c = Composition.builder().sharedState(SharedState.of(shared)).leg(local).build();
@@ -161,26 +166,97 @@ class SharedStateTest {
   }
 
   @Test
-  void degradeFailClosedRefusesUntilTheStoreRecovers() {
+  void closedRefusesUntilTheStoreRecoversWithItsWait() {
     Store shared = store(100);
     var local = local(10);
-    Composition c = Composition.builder().sharedState(SharedState.of(shared)).degrade(Degrade.FAIL_CLOSED).leg(local).build();
-    shared.failing = Reason.TIMEOUT;
+    Composition c = Composition.builder().sharedState(SharedState.of(shared)).failureMode(FailureMode.closed(Duration.ofMillis(400)))
+        .leg(local).build();
+    shared.throwing = true;
 
     Decision d = c.tryAcquire("acme");
     assertThat(d.allowed()).isFalse();
-    assertThat(d.reason()).isEqualTo(Reason.TIMEOUT);
+    assertThat(d.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
     assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
-    assertThat(d.retryAfter()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(d.retryAfter()).isEqualTo(Duration.ofMillis(400));
+    assertThat(c.peek("acme").allowed()).isFalse();
     assertThat(local.acquires()).isZero();
+
+    shared.throwing = false;
+    shared.failing = Reason.TIMEOUT;
+    Decision timedOut = c.tryAcquire("acme");
+    assertThat(timedOut.reason()).isEqualTo(Reason.TIMEOUT);
+    assertThat(timedOut.retryAfter()).as("the shared limiter's own failure-mode refusal keeps its wait").isEqualTo(Duration.ofSeconds(1));
 
     shared.failing = null;
     assertThat(c.tryAcquire("acme").allowed()).isTrue();
   }
 
+  @Test
+  void openTellsItsAlertAndTheLocalLegsDecide() {
+    Store shared = store(100);
+    var local = local(1);
+    java.util.List<Reason> alerts = new java.util.ArrayList<>();
+    Composition c = Composition.builder().sharedState(SharedState.of(shared))
+        .failureMode(FailureMode.open((policy, reason, cause) -> alerts.add(reason))).leg(local).build();
+    shared.failing = Reason.TIMEOUT;
+
+    Decision d = c.tryAcquire("acme");
+    assertThat(d.allowed()).isTrue();
+    assertThat(d.path()).isEqualTo(Path.FALLBACK);
+    assertThat(d.remaining()).as("the leg's, not the lifted shared limit's").isZero();
+    Decision refused = c.tryAcquire("acme");
+    assertThat(refused.allowed()).isFalse();
+    assertThat(refused.reason()).isEqualTo(Reason.LIMIT_EXCEEDED);
+    assertThat(refused.path()).isEqualTo(Path.FALLBACK);
+    assertThat(alerts).containsExactly(Reason.TIMEOUT, Reason.TIMEOUT);
+  }
+
+  @Test
+  void aFallbackStandsInForTheSharedStateAndItsTicketsRefundIntoIt() {
+    Store shared = store(2);
+    var local = local(10);
+    MemoryRateLimiter standIn = Legs.memory(shared.policy(), ticker); // a memory tier of the shared policy
+    Composition c = Composition.builder().sharedState(SharedState.of(shared)).failureMode(FailureMode.fallback(standIn))
+        .leg(local).build();
+    shared.throwing = true;
+
+    Decision first = c.tryAcquire("acme");
+    assertThat(first.allowed()).isTrue();
+    assertThat(first.path()).isEqualTo(Path.FALLBACK);
+    assertThat(first.remaining()).as("the stand-in is the most restrictive").isEqualTo(1);
+    assertThat(c.tryAcquire("acme").allowed()).isTrue();
+    Decision third = c.tryAcquire("acme");
+    assertThat(third.allowed()).as("the stand-in's limit, per process").isFalse();
+    assertThat(third.path()).isEqualTo(Path.FALLBACK);
+    assertThat(third.policy().name()).isEqualTo("global");
+    assertThat(local.acquires()).as("a stand-in's refusal never reaches the legs").isEqualTo(2);
+    assertThat(c.peek("acme").allowed()).isFalse();
+
+    assertThat(c.refund(first.ticket().orElseThrow())).isEqualTo(Refund.APPLIED);
+    assertThat(standIn.peek("acme").remaining()).as("the composed ticket refunded the stand-in").isEqualTo(1);
+    assertThat(local.netCharged()).isEqualTo(1);
+
+    shared.throwing = false;
+    c.reset("acme");
+    assertThat(standIn.peek("acme").remaining()).as("a reset forgets the stand-in's count too").isEqualTo(2);
+    assertThat(c.tryAcquire("acme").path()).isEqualTo(Path.PRIMARY);
+  }
+
+  @Test
+  void aLegRefusalGivesTheFallbacksChargeBack() {
+    Store shared = store(5);
+    MemoryRateLimiter standIn = Legs.memory(shared.policy(), ticker);
+    Composition c = Composition.builder().sharedState(SharedState.of(shared)).failureMode(FailureMode.fallback(standIn))
+        .leg(local(1)).build();
+    shared.failing = Reason.STORE_UNAVAILABLE;
+    assertThat(c.tryAcquire("acme").allowed()).isTrue();
+    assertThat(c.tryAcquire("acme").allowed()).isFalse();
+    assertThat(standIn.peek("acme").remaining()).as("only the admitted call stays charged").isEqualTo(4);
+  }
+
   @org.junit.jupiter.params.ParameterizedTest
   @org.junit.jupiter.params.provider.EnumSource(value = Reason.class, names = {"CORRUPT_STATE", "INVALID_CLOCK", "CONTENTION"})
-  void untrustworthyStateAndHotKeyContentionFailClosedEvenUnderDegradeLocal(Reason reason) {
+  void untrustworthyStateAndHotKeyContentionFailClosedEvenByDefault(Reason reason) {
     Store shared = store(100);
     var local = local(10);
     Composition c = Composition.builder().sharedState(SharedState.of(shared)).leg(local).build();

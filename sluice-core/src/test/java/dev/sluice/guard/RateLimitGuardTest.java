@@ -46,30 +46,77 @@ class RateLimitGuardTest {
     assertThat(guard.get("account:2", () -> 42)).isEqualTo(42);
   }
 
-  @Test void aStoreFailureFailsOpenAndCallsOnStoreError() throws Exception {
-    List<StoreError> errors = new ArrayList<>();
-    RateLimiter down = new UnreachableStore(login, FailureMode.closed());
-    RateLimitGuard guard = RateLimitGuard.builder(down).onStoreError(errors::add).build();
-    for (int i = 0; i < 5; i++) {
+  /** The MCP and guard contract: with nothing configured, a store failure lets the call through. */
+  @Test void failingOpenIsTheDefault() {
+    RateLimitGuard guard = RateLimitGuard.builder(new UnreachableStore(login, FailureMode.closed())).build();
+    for (int i = 0; i < 3; i++) {
       Decision d = guard.check("account:1");
       assertThat(d.allowed()).isTrue();
       assertThat(d.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
       assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);
       assertThat(d.ticket()).isEmpty();
     }
-    assertThat(errors).hasSize(5);
-    assertThat(errors.get(0).key()).isEqualTo("account:1");
-    assertThat(errors.get(0).decision().allowed()).isFalse();
   }
 
-  @Test void aLimiterThatThrowsFailsOpenAndAThrowingHandlerIsIgnored() {
+  @Test void aStoreFailureIsDecidedByTheGuardsOpenModeAndItsAlertIsTold() {
+    List<Reason> alerts = new ArrayList<>();
+    RateLimiter down = new UnreachableStore(login, FailureMode.closed());
+    RateLimitGuard guard = RateLimitGuard.builder(down).failureMode(FailureMode.open((policy, reason, cause) -> alerts.add(reason))).build();
+    for (int i = 0; i < 5; i++) {
+      assertThat(guard.check("account:1").allowed()).isTrue();
+    }
+    assertThat(alerts).hasSize(5).containsOnly(Reason.STORE_UNAVAILABLE);
+  }
+
+  @Test void aLimiterThatThrowsFailsOpenAndAThrowingAlertIsIgnored() {
     RateLimiter broken = new UnreachableStore(login, FailureMode.closed()) {
       @Override public Decision tryAcquire(String key, long permits, Policy p) {
         throw new IllegalStateException("connection pool exhausted");
       }
     };
-    RateLimitGuard guard = RateLimitGuard.builder(broken).onStoreError(e -> { throw new RuntimeException("alert failed"); }).build();
-    assertThat(guard.check("account:1").allowed()).isTrue();
+    List<Throwable> causes = new ArrayList<>();
+    RateLimitGuard guard = RateLimitGuard.builder(broken).failureMode(FailureMode.open((policy, reason, cause) -> {
+      causes.add(cause);
+      throw new RuntimeException("alert failed");
+    })).build();
+    Decision d = guard.check("account:1");
+    assertThat(d.allowed()).isTrue();
+    assertThat(d.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
+    assertThat(causes).singleElement().satisfies(c -> assertThat(c).hasMessage("connection pool exhausted"));
+  }
+
+  @Test void aClosedGuardRefusesAStoreFailureWithItsOwnWait() {
+    RateLimitGuard guard = RateLimitGuard.builder(new UnreachableStore(login, FailureMode.closed()))
+        .failureMode(FailureMode.closed(Duration.ofMillis(300))).build();
+    assertThatThrownBy(() -> guard.check("account:1")).isInstanceOfSatisfying(RateLimitExceededException.class, e -> {
+      assertThat(e.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
+      assertThat(e.retryAfter()).isEqualTo(Duration.ofMillis(300));
+      assertThat(e.decision().path()).isEqualTo(Path.FAILURE_MODE);
+    });
+  }
+
+  @Test void theGuardsModeDecidesWhateverTheLimitersOwnModeAnswered() {
+    List<Reason> limiterAlerts = new ArrayList<>();
+    RateLimiter openLimiter = new UnreachableStore(login, FailureMode.open((policy, reason, cause) -> limiterAlerts.add(reason)));
+    RateLimitGuard closed = RateLimitGuard.builder(openLimiter).failureMode(FailureMode.closed()).build();
+    assertThatThrownBy(() -> closed.check("account:1")).isInstanceOfSatisfying(RateLimitExceededException.class,
+        e -> assertThat(e.reason()).isEqualTo(Reason.STORE_UNAVAILABLE));
+    assertThat(limiterAlerts).as("the limiter's own mode answered first").hasSize(1);
+  }
+
+  @Test void aFallbackGuardDecidesWithItsLocalLimiter() {
+    MemoryRateLimiter local = MemoryRateLimiter.builder(login).ticker(ticker).build();
+    RateLimitGuard guard = RateLimitGuard.builder(new UnreachableStore(login, FailureMode.closed()))
+        .failureMode(FailureMode.fallback(local)).build();
+    for (int i = 0; i < 2; i++) {
+      Decision d = guard.check("account:1");
+      assertThat(d.allowed()).isTrue();
+      assertThat(d.path()).isEqualTo(Path.FALLBACK);
+    }
+    assertThatThrownBy(() -> guard.check("account:1")).isInstanceOfSatisfying(RateLimitExceededException.class, e -> {
+      assertThat(e.reason()).isEqualTo(Reason.LIMIT_EXCEEDED);
+      assertThat(e.decision().path()).isEqualTo(Path.FALLBACK);
+    });
   }
 
   @Test void corruptStateFailsClosedEvenInAGuard() {
@@ -78,7 +125,7 @@ class RateLimitGuardTest {
         return FailureMode.closed().decide(p, key, permits, Reason.CORRUPT_STATE, null, 1);
       }
     };
-    RateLimitGuard guard = RateLimitGuard.builder(corrupt).onStoreError(e -> { }).build();
+    RateLimitGuard guard = RateLimitGuard.builder(corrupt).build();
     assertThatThrownBy(() -> guard.check("account:1")).isInstanceOf(RateLimitExceededException.class)
         .hasMessageContaining("CORRUPT_STATE");
   }
@@ -89,11 +136,11 @@ class RateLimitGuardTest {
         return FailureMode.closed().decide(p, key, permits, Reason.CONTENTION, null, 1);
       }
     };
-    List<StoreError> errors = new ArrayList<>();
-    RateLimitGuard guard = RateLimitGuard.builder(contended).onStoreError(errors::add).build();
+    List<Reason> alerts = new ArrayList<>();
+    RateLimitGuard guard = RateLimitGuard.builder(contended).failureMode(FailureMode.open((policy, reason, cause) -> alerts.add(reason))).build();
     assertThatThrownBy(() -> guard.check("account:1")).isInstanceOfSatisfying(RateLimitExceededException.class,
         e -> assertThat(e.reason()).isEqualTo(Reason.CONTENTION));
-    assertThat(errors).isEmpty();
+    assertThat(alerts).isEmpty();
   }
 
   @Test void badKeysStillThrowIllegalArgument() {

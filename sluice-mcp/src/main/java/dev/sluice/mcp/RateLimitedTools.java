@@ -26,7 +26,7 @@ import reactor.core.publisher.Mono;
  *
  * <pre>{@code
  * RateLimitedTools limits = RateLimitedTools.builder(RateLimitGuard.builder(limiter)
- *         .onStoreError(e -> alerts.warn("rate limiter down: " + e.reason())).build())
+ *         .failureMode(FailureMode.open((policy, reason, cause) -> alerts.warn("rate limiter down: " + reason))).build())
  *     .accountResolver(AccountResolver.transportContext("user-id"))
  *     .build();
  * McpSyncServer server = McpServer.sync(transportProvider)
@@ -42,8 +42,10 @@ import reactor.core.publisher.Mono;
  * problem the HTTP filters send ({@code type}, {@code title}, {@code status}, {@code detail},
  * {@code allowed}, {@code reason}, {@code policy}, the limit fields, {@code retryAfterSeconds},
  * {@code retryAfterMillis}). A Java client reads the wait back with {@link #retryAfter(McpError)}.
- * When the limiter's store is down the call proceeds and the guard's {@code onStoreError} is told:
- * an abuse throttle must never lock an account out because of infrastructure.
+ * When the limiter's store is down the guard's failure mode decides: open unless you give it another,
+ * so the call proceeds and the mode's alert is told; an abuse throttle must never lock an account out
+ * because of infrastructure. A guard given {@code FailureMode.closed()} refuses instead, with
+ * {@link #LIMITER_UNAVAILABLE}.
  */
 public final class RateLimitedTools {
   /**
@@ -54,7 +56,8 @@ public final class RateLimitedTools {
 
   /**
    * The JSON-RPC error code of a tool call refused because the limiter could not decide and failed
-   * closed (corrupt state, an invalid clock): in the same range, chosen to read as HTTP 503.
+   * closed (corrupt state, an invalid clock, or a store failure under a closed guard): in the same
+   * range, chosen to read as HTTP 503.
    */
   public static final int LIMITER_UNAVAILABLE = -32053;
 

@@ -11,7 +11,6 @@ import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
 import dev.sluice.guard.RateLimitGuard;
-import dev.sluice.guard.StoreError;
 import dev.sluice.jdbc.store.DownJdbcStore;
 import dev.sluice.memory.MemoryRateLimiter;
 import io.modelcontextprotocol.client.McpClient;
@@ -145,20 +144,40 @@ class RateLimitedToolsTest {
     assertThat(text(call("alice"))).isEqualTo("echo hi");
   }
 
-  @Test void aToolCallIsAllowedWhenTheStoreIsDownAndOnStoreErrorIsCalled() throws IOException {
+  @Test void aToolCallIsAllowedWhenTheStoreIsDownAndTheAlertIsTold() throws IOException {
     Policy tools = Policy.fixedWindow("mcp-tools", 1, Duration.ofMinutes(1));
-    List<StoreError> errors = new CopyOnWriteArrayList<>();
+    List<Reason> alerts = new CopyOnWriteArrayList<>();
     RateLimiter down = DownJdbcStore.limiter(tools, FailureMode.closed(), RateLimitListener.NONE);
-    start(RateLimitedTools.builder(RateLimitGuard.builder(down).onStoreError(errors::add).build())
+    start(RateLimitedTools.builder(RateLimitGuard.builder(down)
+            .failureMode(FailureMode.open((policy, reason, cause) -> alerts.add(reason))).build())
         .accountResolver(AccountResolver.requestMeta("account")).build());
     for (int i = 0; i < 4; i++) {
       assertThat(text(call("alice"))).isEqualTo("echo hi");
     }
     assertThat(toolRuns).hasValue(4);
-    assertThat(errors).hasSize(4).allSatisfy(e -> {
-      assertThat(e.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
-      assertThat(e.key()).isEqualTo("account:alice");
-    });
+    assertThat(alerts).hasSize(4).containsOnly(Reason.STORE_UNAVAILABLE);
+  }
+
+  /** The guard's contract: with nothing configured it fails open, so a tool call proceeds while the store is down. */
+  @Test void aGuardBuiltWithNothingElseFailsOpen() throws IOException {
+    Policy tools = Policy.fixedWindow("mcp-tools", 1, Duration.ofMinutes(1));
+    RateLimiter down = DownJdbcStore.limiter(tools, FailureMode.closed(), RateLimitListener.NONE);
+    start(RateLimitedTools.builder(RateLimitGuard.builder(down).build())
+        .accountResolver(AccountResolver.requestMeta("account")).build());
+    for (int i = 0; i < 3; i++) {
+      assertThat(text(call("alice"))).isEqualTo("echo hi");
+    }
+    assertThat(toolRuns).hasValue(3);
+  }
+
+  @Test void aClosedGuardRefusesWhileTheStoreIsDownAsUnavailable() throws IOException {
+    Policy tools = Policy.fixedWindow("mcp-tools", 1, Duration.ofMinutes(1));
+    RateLimiter down = DownJdbcStore.limiter(tools, FailureMode.closed(), RateLimitListener.NONE);
+    start(RateLimitedTools.builder(RateLimitGuard.builder(down).failureMode(FailureMode.closed()).build())
+        .accountResolver(AccountResolver.requestMeta("account")).build());
+    assertThatThrownBy(() -> call("alice")).isInstanceOfSatisfying(McpError.class,
+        e -> assertThat(e.getJsonRpcError().code()).isEqualTo(RateLimitedTools.LIMITER_UNAVAILABLE));
+    assertThat(toolRuns).hasValue(0);
   }
 
   @Test void anAsyncToolIsGuardedToo() throws IOException {

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.Decision;
+import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
@@ -362,7 +363,10 @@ final class ApiHandler extends Handler.Abstract {
 
   private void answer(Response response, Callback callback, Entry e, String key, Decision d) {
     long now = ticker.nowMicros();
-    String ticket = d.ticket()
+    // A fallback's charge is in this instance's memory, which a signed ticket cannot name: restored,
+    // it would refund into the shared store, which never counted it. Without a ticket the fallback
+    // only stays stricter, as a limiter without refunds does.
+    String ticket = d.path() == Path.FALLBACK ? null : d.ticket()
         .map(t -> tickets.encode(e.policy().name(), key, t.permits(), t.stamp(), now, t.id()))
         .orElse(null);
     HttpVerdict verdict = HttpVerdict.of(d, null, key, now, headers);

@@ -11,6 +11,7 @@ import dev.sluice.store.SweepResult;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.Function;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -30,7 +31,7 @@ final class PostgresStore extends Store {
 
   private final String url;
   private final String table;
-  private final FailureMode failureMode;
+  private final Function<Policy, FailureMode> failureModes;
   private final Duration timeout;
   private final HikariDataSource dataSource;
   private final ExecutorService statements;
@@ -39,7 +40,7 @@ final class PostgresStore extends Store {
   private volatile boolean schemaApplied;
   private int schemaAttempts; // the constructor's thread, then the sweeper's only
 
-  PostgresStore(String url, String table, FailureMode failureMode, Duration timeout, Duration sweepInterval) {
+  PostgresStore(String url, String table, Function<Policy, FailureMode> failureModes, Duration timeout, Duration sweepInterval) {
     if (url == null || !url.startsWith("jdbc:postgresql:")) {
       throw new IllegalArgumentException("--postgres " + redact(url) + " is not a PostgreSQL JDBC URL; write e.g."
           + " jdbc:postgresql://127.0.0.1:5432/sluice?user=sluice&password=secret");
@@ -51,7 +52,7 @@ final class PostgresStore extends Store {
     }
     this.url = url;
     this.table = table;
-    this.failureMode = failureMode;
+    this.failureModes = failureModes;
     this.timeout = timeout;
     HikariConfig c = new HikariConfig();
     c.setJdbcUrl(url);
@@ -85,7 +86,7 @@ final class PostgresStore extends Store {
 
   @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
     JdbcRateLimiter l = JdbcRateLimiter.builder(policy, dataSource).table(table).timeout(timeout).issuer(issuer)
-        .failureMode(failureMode).asyncExecutor(statements).listener(listener, false).build();
+        .failureMode(failureModes.apply(policy)).asyncExecutor(statements).listener(listener, false).build();
     limiters.add(l);
     if (limiters.size() == 1) {
       applySchema();

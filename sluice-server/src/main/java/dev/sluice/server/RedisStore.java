@@ -11,6 +11,7 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.codec.StringCodec;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.Function;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -24,12 +25,12 @@ final class RedisStore extends Store {
   private final String url;
   private final RedisURI uri;
   private final RedisClient client;
-  private final FailureMode failureMode;
+  private final Function<Policy, FailureMode> failureModes;
   private final Duration timeout;
   private final List<RedisRateLimiter> limiters = new CopyOnWriteArrayList<>();
   private StatefulRedisConnection<String, String> aux;
 
-  RedisStore(String url, FailureMode failureMode, Duration timeout) {
+  RedisStore(String url, Function<Policy, FailureMode> failureModes, Duration timeout) {
     this.url = url;
     try {
       this.uri = RedisURI.create(url);
@@ -37,7 +38,7 @@ final class RedisStore extends Store {
       throw new IllegalArgumentException("--redis " + redact(url) + " is not a Redis URL (" + e.getMessage()
           + "); write e.g. redis://127.0.0.1:6379 or redis://:password@host:6379/0");
     }
-    this.failureMode = failureMode;
+    this.failureModes = failureModes;
     this.timeout = timeout;
     this.client = RedisClient.create();
   }
@@ -51,8 +52,8 @@ final class RedisStore extends Store {
   @Override boolean shared() { return true; }
 
   @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
-    RedisRateLimiter l = RedisRateLimiter.builder(policy, client, uri).timeout(timeout).failureMode(failureMode).issuer(issuer)
-        .listener(listener, false).build();
+    RedisRateLimiter l = RedisRateLimiter.builder(policy, client, uri).timeout(timeout).failureMode(failureModes.apply(policy))
+        .issuer(issuer).listener(listener, false).build();
     limiters.add(l);
     return l;
   }

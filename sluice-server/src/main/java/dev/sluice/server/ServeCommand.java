@@ -3,11 +3,13 @@ package dev.sluice.server;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
+import dev.sluice.internal.FailureModeWords;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -42,7 +44,8 @@ final class ServeCommand implements Callable<Integer> {
   String storeTimeout;
 
   @Option(names = "--failure-mode", defaultValue = "closed", paramLabel = "MODE",
-      description = "Redis/PostgreSQL: when the store cannot answer, closed refuses (503) and open allows (and logs). Default: ${DEFAULT-VALUE}.")
+      description = "Redis/PostgreSQL: when the store cannot answer, closed refuses (503), open allows (and logs), fallback decides"
+          + " with a memory limiter of the same policy in this instance. Default: ${DEFAULT-VALUE}.")
   String failureMode;
 
   @Option(names = "--sweep-interval", defaultValue = "1m", paramLabel = "DURATION",
@@ -50,7 +53,8 @@ final class ServeCommand implements Callable<Integer> {
   String sweepInterval;
 
   @Option(names = "--max-keys", defaultValue = "10000", paramLabel = "N",
-      description = "Memory store: most keys tracked per policy; a spray of new keys beyond it is refused, never evicting anyone. Default: ${DEFAULT-VALUE}.")
+      description = "Memory store and --failure-mode fallback: most keys tracked per policy; a spray of new keys beyond it is refused,"
+          + " never evicting anyone. Default: ${DEFAULT-VALUE}.")
   int maxKeys;
 
   @Option(names = "--max-key-length", defaultValue = "512", paramLabel = "N",
@@ -138,7 +142,7 @@ final class ServeCommand implements Callable<Integer> {
       requirePort("--grpc-port", grpcPort);
     }
     storeTimeout();
-    failureMode();
+    failureModes();
     Durations.parse("--sweep-interval", sweepInterval);
     Store.MemoryStore.check(maxKeys, maxKeyLength);
     Envoy.headerFamilies(envoyHeaders);
@@ -160,20 +164,17 @@ final class ServeCommand implements Callable<Integer> {
     return timeout;
   }
 
-  private FailureMode failureMode() {
-    return switch (failureMode.trim().toLowerCase(java.util.Locale.ROOT)) {
-      case "closed" -> FailureMode.closed();
-      case "open" -> FailureMode.open(new ThrottledAlert());
-      default -> throw new IllegalArgumentException("--failure-mode '" + failureMode + "' is unknown; use closed or open");
-    };
+  /** Each policy's failure mode, through the one parser of the words ({@link FailureModeWords}). */
+  private Function<Policy, FailureMode> failureModes() {
+    return FailureModeWords.parse("--failure-mode", failureMode, new ThrottledAlert(), maxKeys);
   }
 
   private Store store() {
     if (redis == null && postgres == null) {
       return Store.memory(maxKeys, maxKeyLength, Ticker.system());
     }
-    return redis != null ? Store.redis(redis, failureMode(), storeTimeout())
-        : Store.postgres(postgres, postgresTable, failureMode(), storeTimeout(), Durations.parse("--sweep-interval", sweepInterval));
+    return redis != null ? Store.redis(redis, failureModes(), storeTimeout())
+        : Store.postgres(postgres, postgresTable, failureModes(), storeTimeout(), Durations.parse("--sweep-interval", sweepInterval));
   }
 
   /** Logs the open failure mode's admissions, at most once per 10 seconds, so an outage does not flood the log. */

@@ -9,6 +9,7 @@ import dev.sluice.Ticket;
 import dev.sluice.memory.MemoryRateLimiter;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.Function;
 
 /**
  * Where the service keeps its counts: the embedded memory tier (the default: one process, zero I/O),
@@ -70,14 +71,17 @@ abstract class Store implements AutoCloseable {
     return MemoryRateLimiter.builder(policy).ticker(ticker).maxKeys(maxKeys).build();
   }
 
-  /** {@code --redis URL}: every policy on Redis, one connection per policy from one client. */
-  static Store redis(String url, FailureMode failureMode, Duration timeout) {
-    return new RedisStore(url, failureMode, timeout);
+  /**
+   * {@code --redis URL}: every policy on Redis, one connection per policy from one client; each
+   * policy's limiter decides its failures under {@code failureModes}' mode for it.
+   */
+  static Store redis(String url, Function<Policy, FailureMode> failureModes, Duration timeout) {
+    return new RedisStore(url, failureModes, timeout);
   }
 
   /** {@code --postgres URL}: every policy in one PostgreSQL table, through one connection pool. */
-  static Store postgres(String url, String table, FailureMode failureMode, Duration timeout, Duration sweepInterval) {
-    return new PostgresStore(url, table, failureMode, timeout, sweepInterval);
+  static Store postgres(String url, String table, Function<Policy, FailureMode> failureModes, Duration timeout, Duration sweepInterval) {
+    return new PostgresStore(url, table, failureModes, timeout, sweepInterval);
   }
 
   /** {@code url} without a password ({@code user:secret@} and {@code password=} are masked). */

@@ -4,7 +4,6 @@ import static dev.sluice.server.envoy.EnvoyClient.d;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.sluice.FailureMode;
 import dev.sluice.Ticker;
 import dev.sluice.server.envoy.EnvoyClient;
 import dev.sluice.server.envoy.EnvoyGrpcServer;
@@ -93,20 +92,25 @@ class EnvoyStoresTest {
     exercise(Store.memory(1000, Ticker.system()));
   }
 
+  /** --failure-mode fallback with Redis unreachable: the same answers, from this instance's memory limiter (refunds included). */
+  @Test void anUnreachableRedisUnderFallback() throws Exception {
+    exercise(Store.redis(StoreSwitchTest.NOWHERE_REDIS, StoreSwitchTest.mode("fallback"), Duration.ofMillis(200)));
+  }
+
   @Test void redis() throws Exception {
     StoreSwitchTest.reachable("Redis", "127.0.0.1", 6379);
-    exercise(Store.redis(StoreSwitchTest.REDIS, FailureMode.closed(), Duration.ofMillis(500)));
+    exercise(Store.redis(StoreSwitchTest.REDIS, StoreSwitchTest.mode("closed"), Duration.ofMillis(500)));
   }
 
   @Test void postgres() throws Exception {
     StoreSwitchTest.reachable("PostgreSQL", "127.0.0.1", 5432);
-    exercise(Store.postgres(StoreSwitchTest.POSTGRES, "sluice_envoy_" + run, FailureMode.closed(), Duration.ofSeconds(2), Duration.ofMinutes(1)));
+    exercise(Store.postgres(StoreSwitchTest.POSTGRES, "sluice_envoy_" + run, StoreSwitchTest.mode("closed"), Duration.ofSeconds(2), Duration.ofMinutes(1)));
   }
 
   @Test void aStoreThatCannotAnswerIsUnavailableWhenClosedAndUnknownWhenOpen() throws Exception {
     Files.writeString(dir.resolve("shop.yaml"), CONFIG);
     Envoy envoy = Envoy.of(dir, 0, "ietf");
-    Store closed = Store.redis(StoreSwitchTest.NOWHERE_REDIS, FailureMode.closed(), Duration.ofMillis(200));
+    Store closed = Store.redis(StoreSwitchTest.NOWHERE_REDIS, StoreSwitchTest.mode("closed"), Duration.ofMillis(200));
     try (SluiceServer server = new SluiceServer(PolicyFile.parse(ServerApiTest.POLICIES, "test"), closed, "127.0.0.1", 0, Duration.ofSeconds(2),
         Ticker.system(), 1000).start();
          EnvoyGrpcServer grpc = envoy.start(closed, server, "127.0.0.1", Duration.ofSeconds(2));
@@ -114,11 +118,11 @@ class EnvoyStoresTest {
       // Envoy then applies failure_mode_deny: true refuses (500 or status_on_error), false lets the request through.
       assertThatThrownBy(() -> client.ask("shop", d("user", "u")))
           .isInstanceOfSatisfying(StatusRuntimeException.class, e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE))
-          .hasMessageMatching("UNAVAILABLE: the rate-limit store could not decide \\((store_unavailable|timeout)\\) and --failure-mode is closed");
+          .hasMessageMatching("UNAVAILABLE: the rate-limit store could not decide \\((store_unavailable|timeout)\\) and --failure-mode refused the request");
       // A descriptor without a rule needs no store.
       assertThat(client.ask("shop", d("nothing", "x")).getOverallCode()).isEqualTo(Code.OK);
     }
-    Store open = Store.redis(StoreSwitchTest.NOWHERE_REDIS, FailureMode.open(new ServeCommand.ThrottledAlert()), Duration.ofMillis(200));
+    Store open = Store.redis(StoreSwitchTest.NOWHERE_REDIS, StoreSwitchTest.mode("open"), Duration.ofMillis(200));
     try (SluiceServer server = new SluiceServer(PolicyFile.parse(ServerApiTest.POLICIES, "test"), open, "127.0.0.1", 0, Duration.ofSeconds(2),
         Ticker.system(), 1000).start();
          EnvoyGrpcServer grpc = envoy.start(open, server, "127.0.0.1", Duration.ofSeconds(2));

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpServer;
 import dev.sluice.Decision;
+import dev.sluice.FailureMode;
 import dev.sluice.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
@@ -164,7 +165,7 @@ class FrontEndsAgreeTest {
 
   @BeforeAll void start() throws Exception {
     HttpRateLimit rateLimit = HttpRateLimit.builder(limiter).ticker(ticker).build();
-    guard = RateLimitGuard.builder(limiter).onStoreError(e -> { }).build();
+    guard = RateLimitGuard.builder(limiter).failureMode(FailureMode.open((policy, reason, cause) -> { })).build();
 
     // One Jetty: the servlet filter in front of an application at /app, and an MCP SDK server at /mcp.
     jetty = new Server();

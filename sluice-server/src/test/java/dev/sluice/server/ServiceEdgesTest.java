@@ -112,7 +112,7 @@ class ServiceEdgesTest {
   @Test void everyFlagIsCheckedWhetherOrNotAnythingUsesIt() throws Exception {
     String config = dir.resolve("policies.yaml").toString();
     assertThat(ServeProcessTest.runErr("serve", "--config", config, "--failure-mode", "maybe"))
-        .isEqualTo("sluice: --failure-mode 'maybe' is unknown; use closed or open");
+        .isEqualTo("sluice: --failure-mode 'maybe' is unknown; use closed, open or fallback");
     assertThat(ServeProcessTest.runErr("serve", "--config", config, "--envoy-headers", "weird"))
         .isEqualTo("sluice: --envoy-headers 'weird' is unknown; use ietf, all or none");
     assertThat(ServeProcessTest.runErr("serve", "--config", config, "--store-timeout", "0ms"))

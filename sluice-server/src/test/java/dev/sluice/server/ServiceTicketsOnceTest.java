@@ -3,7 +3,6 @@ package dev.sluice.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
 import dev.sluice.tck.FaultProxy;
@@ -76,7 +75,7 @@ class ServiceTicketsOnceTest {
       }
 
       @Override Store store(int port, Duration timeout, String table) {
-        return Store.redis("redis://127.0.0.1:" + port, FailureMode.closed(), timeout);
+        return Store.redis("redis://127.0.0.1:" + port, StoreSwitchTest.mode("closed"), timeout);
       }
     },
     POSTGRES {
@@ -88,7 +87,7 @@ class ServiceTicketsOnceTest {
       @Override Store store(int port, Duration timeout, String table) {
         URI u = URI.create(StoreSwitchTest.POSTGRES.substring("jdbc:".length()));
         return Store.postgres("jdbc:postgresql://127.0.0.1:" + port + u.getRawPath() + "?" + u.getRawQuery(), table,
-            FailureMode.closed(), timeout, Duration.ofMinutes(1));
+            StoreSwitchTest.mode("closed"), timeout, Duration.ofMinutes(1));
       }
     };
 

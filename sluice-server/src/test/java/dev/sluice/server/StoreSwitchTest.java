@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
+import dev.sluice.internal.FailureModeWords;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.URI;
@@ -18,6 +19,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Function;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -33,6 +35,11 @@ class StoreSwitchTest {
   /** Nothing listens here (a port of this module's test range). */
   static final String NOWHERE_REDIS = "redis://127.0.0.1:18199";
   static final String NOWHERE_POSTGRES = "jdbc:postgresql://127.0.0.1:18199/test?user=postgres&connectTimeout=1";
+
+  /** What {@code --failure-mode WORD} gives each policy: the service's own parser and alert. */
+  static Function<Policy, FailureMode> mode(String word) {
+    return FailureModeWords.parse("--failure-mode", word, new ServeCommand.ThrottledAlert(), 10_000);
+  }
 
   final String suffix = Long.toString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE, 36);
 
@@ -67,8 +74,8 @@ class StoreSwitchTest {
 
   @Test void redis() throws Exception {
     reachable("Redis", URI.create(REDIS).getHost(), URI.create(REDIS).getPort() < 0 ? 6379 : URI.create(REDIS).getPort());
-    try (SluiceServer a = start(Store.redis(REDIS, FailureMode.closed(), Duration.ofMillis(500)));
-         SluiceServer b = start(Store.redis(REDIS, FailureMode.closed(), Duration.ofMillis(500)))) {
+    try (SluiceServer a = start(Store.redis(REDIS, mode("closed"), Duration.ofMillis(500)));
+         SluiceServer b = start(Store.redis(REDIS, mode("closed"), Duration.ofMillis(500)))) {
       exercise(a, b, "redis", true);
     }
   }
@@ -77,8 +84,8 @@ class StoreSwitchTest {
     URI u = URI.create(POSTGRES.substring("jdbc:".length()));
     reachable("PostgreSQL", u.getHost(), u.getPort() < 0 ? 5432 : u.getPort());
     String table = "sluice_server_test_" + suffix;
-    try (SluiceServer a = start(Store.postgres(POSTGRES, table, FailureMode.closed(), Duration.ofSeconds(2), Duration.ofMinutes(1)));
-         SluiceServer b = start(Store.postgres(POSTGRES, table, FailureMode.closed(), Duration.ofSeconds(2), Duration.ofMinutes(1)))) {
+    try (SluiceServer a = start(Store.postgres(POSTGRES, table, mode("closed"), Duration.ofSeconds(2), Duration.ofMinutes(1)));
+         SluiceServer b = start(Store.postgres(POSTGRES, table, mode("closed"), Duration.ofSeconds(2), Duration.ofMinutes(1)))) {
       exercise(a, b, "postgres", false);
     } finally {
       try (Connection c = DriverManager.getConnection(POSTGRES); Statement s = c.createStatement()) {
@@ -173,8 +180,8 @@ class StoreSwitchTest {
   @Test void redisRefundsATicketOnceAcrossInstances() throws Exception {
     reachable("Redis", URI.create(REDIS).getHost(), URI.create(REDIS).getPort() < 0 ? 6379 : URI.create(REDIS).getPort());
     TicketKeys keys = sharedKeys();
-    try (SluiceServer a = start(Store.redis(REDIS, FailureMode.closed(), Duration.ofMillis(500)), keys);
-         SluiceServer b = start(Store.redis(REDIS, FailureMode.closed(), Duration.ofMillis(500)), keys)) {
+    try (SluiceServer a = start(Store.redis(REDIS, mode("closed"), Duration.ofMillis(500)), keys);
+         SluiceServer b = start(Store.redis(REDIS, mode("closed"), Duration.ofMillis(500)), keys)) {
       refundsOnceAcrossInstances(a, b);
     }
   }
@@ -184,8 +191,8 @@ class StoreSwitchTest {
     reachable("PostgreSQL", u.getHost(), u.getPort() < 0 ? 5432 : u.getPort());
     String table = "sluice_server_test_" + suffix;
     TicketKeys keys = sharedKeys();
-    try (SluiceServer a = start(Store.postgres(POSTGRES, table, FailureMode.closed(), Duration.ofSeconds(2), Duration.ofMinutes(1)), keys);
-         SluiceServer b = start(Store.postgres(POSTGRES, table, FailureMode.closed(), Duration.ofSeconds(2), Duration.ofMinutes(1)), keys)) {
+    try (SluiceServer a = start(Store.postgres(POSTGRES, table, mode("closed"), Duration.ofSeconds(2), Duration.ofMinutes(1)), keys);
+         SluiceServer b = start(Store.postgres(POSTGRES, table, mode("closed"), Duration.ofSeconds(2), Duration.ofMinutes(1)), keys)) {
       refundsOnceAcrossInstances(a, b);
     } finally {
       try (Connection c = DriverManager.getConnection(POSTGRES); Statement s = c.createStatement()) {
@@ -237,7 +244,7 @@ class StoreSwitchTest {
 
   @Test void aFiftyThousandCharacterKeysTicketWasTooLongToRefundOnRedis() throws Exception {
     reachable("Redis", URI.create(REDIS).getHost(), URI.create(REDIS).getPort() < 0 ? 6379 : URI.create(REDIS).getPort());
-    try (SluiceServer a = start(Store.redis(REDIS, FailureMode.closed(), Duration.ofMillis(500)))) {
+    try (SluiceServer a = start(Store.redis(REDIS, mode("closed"), Duration.ofMillis(500)))) {
       longKeyRefunds(a);
     }
   }
@@ -246,7 +253,7 @@ class StoreSwitchTest {
     URI u = URI.create(POSTGRES.substring("jdbc:".length()));
     reachable("PostgreSQL", u.getHost(), u.getPort() < 0 ? 5432 : u.getPort());
     String table = "sluice_server_test_" + suffix;
-    try (SluiceServer a = start(Store.postgres(POSTGRES, table, FailureMode.closed(), Duration.ofSeconds(2), Duration.ofMinutes(1)))) {
+    try (SluiceServer a = start(Store.postgres(POSTGRES, table, mode("closed"), Duration.ofSeconds(2), Duration.ofMinutes(1)))) {
       longKeyRefunds(a);
     } finally {
       try (Connection c = DriverManager.getConnection(POSTGRES); Statement s = c.createStatement()) {
@@ -284,8 +291,8 @@ class StoreSwitchTest {
   }
 
   @Test void anUnreachableStoreIs503WithoutLimitHeadersOrAllowedWhenOpen() throws Exception {
-    for (Store down : List.of(Store.redis(NOWHERE_REDIS, FailureMode.closed(), Duration.ofMillis(200)),
-        Store.postgres(NOWHERE_POSTGRES, "sluice_server_nowhere", FailureMode.closed(), Duration.ofMillis(300), Duration.ofMinutes(1)))) {
+    for (Store down : List.of(Store.redis(NOWHERE_REDIS, mode("closed"), Duration.ofMillis(200)),
+        Store.postgres(NOWHERE_POSTGRES, "sluice_server_nowhere", mode("closed"), Duration.ofMillis(300), Duration.ofMinutes(1)))) {
       try (SluiceServer s = start(down)) {
         Http h = new Http(s.uri());
         HttpResponse<String> r = h.post("/v1/acquire", "{\"policy\":\"login-" + suffix + "\",\"key\":\"alice\"}");
@@ -309,7 +316,7 @@ class StoreSwitchTest {
             + "\",reason=\"(store_unavailable|timeout)\"} [1-9]");
       }
     }
-    try (SluiceServer s = start(Store.redis(NOWHERE_REDIS, FailureMode.open(new ServeCommand.ThrottledAlert()), Duration.ofMillis(200)))) {
+    try (SluiceServer s = start(Store.redis(NOWHERE_REDIS, mode("open"), Duration.ofMillis(200)))) {
       HttpResponse<String> r = new Http(s.uri()).post("/v1/acquire", "{\"policy\":\"login-" + suffix + "\",\"key\":\"alice\"}");
       assertThat(r.statusCode()).isEqualTo(200);
       assertThat(ServerApiTest.header(r, "RateLimit")).isNull();
@@ -320,7 +327,7 @@ class StoreSwitchTest {
 
   @Test void postgresRefusesTheSlidingLog() {
     List<Policy> withLog = List.of(Policy.slidingLog("exports", 3, Duration.ofHours(1)));
-    assertThatThrownBy(() -> new SluiceServer(withLog, Store.postgres(NOWHERE_POSTGRES, "sluice_server_nowhere", FailureMode.closed(),
+    assertThatThrownBy(() -> new SluiceServer(withLog, Store.postgres(NOWHERE_POSTGRES, "sluice_server_nowhere", mode("closed"),
         Duration.ofMillis(100), Duration.ofMinutes(1)), "127.0.0.1", 0, Duration.ofSeconds(1), Ticker.system(), 10))
         .hasMessage("policy 'exports' uses sliding-log, whose state grows with its limit; PostgreSQL keeps a fixed-size state per key"
             + " and runs fixed-window, sliding-window, token-bucket and gcra: use one of those, or sliding-log on MemoryRateLimiter or Redis");
@@ -336,7 +343,7 @@ class StoreSwitchTest {
     assertThat(ServeProcessTest.runErr("serve", "--config", "../examples/policies.yaml", "--redis", "http://127.0.0.1:6379"))
         .startsWith("sluice: --redis http://127.0.0.1:6379 is not a Redis URL");
     assertThat(ServeProcessTest.runErr("serve", "--config", "../examples/policies.yaml", "--redis", REDIS, "--failure-mode", "maybe"))
-        .isEqualTo("sluice: --failure-mode 'maybe' is unknown; use closed or open");
+        .isEqualTo("sluice: --failure-mode 'maybe' is unknown; use closed, open or fallback");
     assertThat(ServeProcessTest.runErr("serve", "--config", "../examples/policies.yaml", "--redis", REDIS, "--store-timeout", "0ms"))
         .isEqualTo("sluice: --store-timeout 0ms is under 1 ms; give the store at least 1ms");
   }

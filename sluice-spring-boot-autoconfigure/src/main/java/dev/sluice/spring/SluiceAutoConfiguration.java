@@ -81,6 +81,7 @@ public class SluiceAutoConfiguration {
   @ConditionalOnMissingBean
   public RateLimiterRegistry sluiceRateLimiters(SluiceProperties props, StoreLimiters store,
       ObjectProvider<RateLimitMetrics> metrics) {
+    props.failureModes(); // checked whichever store runs: a setting is never accepted unread
     RateLimitMetrics m = metrics.getIfAvailable();
     RateLimitListener next = m == null ? RateLimitListener.NONE : m;
     RateLimiterRegistry r = new RateLimiterRegistry(store.name(), policies(props.getPolicies()), next, store::build);

@@ -1,8 +1,12 @@
 package dev.sluice.spring;
 
+import dev.sluice.FailureMode;
+import dev.sluice.Policy;
+import dev.sluice.internal.FailureModeWords;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Function;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
@@ -22,24 +26,18 @@ public class SluiceProperties {
     JDBC
   }
 
-  /** What a decision the store could not make becomes. */
-  public enum FailureModeType {
-    /** Refuse (a 503 over HTTP). */
-    CLOSED,
-    /** Allow, and log a warning. */
-    OPEN,
-    /** Decide with an in-process limiter of the same policy until the store answers again. */
-    FALLBACK
-  }
-
   /** The policies, in the shape of sluice serve's policy file. */
   private List<PolicyEntry> policies = new ArrayList<>();
   /** The store every policy's limiter uses. */
   private StoreType store = StoreType.MEMORY;
   /** Deadline of one store call (redis, jdbc); null keeps the backend's default (Redis 100ms). */
   private Duration timeout;
-  /** What a failed store call decides (redis, jdbc). */
-  private FailureModeType failureMode = FailureModeType.CLOSED;
+  /**
+   * What a failed store call decides (redis, jdbc): closed (refuse, a 503 over HTTP), open (allow, and
+   * log a warning) or fallback (decide with an in-process limiter of the same policy until the store
+   * answers again); any case.
+   */
+  private String failureMode = "closed";
   /** Most keys one policy's memory limiter tracks (the memory store, and the fallback's). */
   private int maxKeys = 10_000;
   private final Redis redis = new Redis();
@@ -58,9 +56,20 @@ public class SluiceProperties {
 
   public void setTimeout(Duration timeout) { this.timeout = timeout; }
 
-  public FailureModeType getFailureMode() { return failureMode; }
+  public String getFailureMode() { return failureMode; }
 
-  public void setFailureMode(FailureModeType failureMode) { this.failureMode = failureMode; }
+  public void setFailureMode(String failureMode) { this.failureMode = failureMode; }
+
+  /**
+   * {@code sluice.failure-mode} read through the one parser of the words ({@link FailureModeWords},
+   * the service's too): each policy's failure mode; open logs each admission at WARNING, fallback
+   * tracks at most {@code sluice.max-keys} keys.
+   */
+  Function<Policy, FailureMode> failureModes() {
+    return FailureModeWords.parse("sluice.failure-mode", failureMode, (p, reason, cause) ->
+        System.getLogger(StoreLimiters.class.getName()).log(System.Logger.Level.WARNING, "rate-limit store failed for policy '"
+            + p.name() + "' (" + reason + "); allowing under sluice.failure-mode=open", cause), maxKeys);
+  }
 
   public int getMaxKeys() { return maxKeys; }
 

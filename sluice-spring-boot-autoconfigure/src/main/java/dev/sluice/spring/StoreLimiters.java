@@ -1,6 +1,5 @@
 package dev.sluice.spring;
 
-import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
@@ -40,16 +39,6 @@ public interface StoreLimiters extends AutoCloseable {
     if (props.getTimeout() != null) {
       builder.timeout(props.getTimeout());
     }
-    return builder.failureMode(failureMode(policy, props)).listener(listener, false);
-  }
-
-  private static FailureMode failureMode(Policy policy, SluiceProperties props) {
-    return switch (props.getFailureMode()) {
-      case CLOSED -> FailureMode.closed();
-      case OPEN -> FailureMode.open((p, reason, cause) -> System.getLogger(StoreLimiters.class.getName())
-          .log(System.Logger.Level.WARNING, "rate-limit store failed for policy '" + p.name() + "' (" + reason
-              + "); allowing under sluice.failure-mode=open", cause));
-      case FALLBACK -> FailureMode.fallback(MemoryRateLimiter.builder(policy).maxKeys(props.getMaxKeys()).build());
-    };
+    return builder.failureMode(props.failureModes().apply(policy)).listener(listener, false);
   }
 }

@@ -68,6 +68,14 @@ class SluiceConfigurationTest {
         assertThat(cause(ctx)).hasMessageStartingWith("sluice.http.rules[0].key 'header('X-Api-Key'' is not a SpEL expression: "));
   }
 
+  /** Issue 28, item 3: the failure mode is read by the service's parser, whichever store runs. */
+  @Test void aFailureModeOutsideTheThreeWordsIsRefusedWithTheParsersMessage() {
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.failure-mode=fail-open")).run(ctx ->
+        assertThat(cause(ctx)).hasMessage("sluice.failure-mode 'fail-open' is unknown; use closed, open or fallback"));
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.failure-mode=Fallback")).run(ctx ->
+        assertThat(ctx).hasNotFailed());
+  }
+
   /** A bean whose method names a policy {@code sluice.policies} does not have. */
   static class Misnamed {
     @RateLimited(policy = "per-usr", key = "#user")

@@ -13,8 +13,10 @@ import org.springframework.context.ConfigurableApplicationContext;
 /**
  * A Redis outage, for real: a private redis-server on this module's port 7161, frozen with SIGSTOP
  * (it keeps its sockets and answers nothing). Under {@code failure-mode: closed} a request is a 503
- * without limit headers and the store's health is DOWN; under {@code open} it is allowed; a key at
- * its limit never makes the health DOWN; after the thaw both answer from Redis again.
+ * without limit headers and the store's health is DOWN; under {@code open} it is allowed; under
+ * {@code fallback} (written {@code FALLBACK}: the words are read in any case, by the service's parser)
+ * an in-process limiter of the same policy decides; a key at its limit never makes the health DOWN;
+ * after the thaw they answer from Redis again.
  */
 class StoreOutageTest {
   static final int PORT = 7161;
@@ -23,9 +25,11 @@ class StoreOutageTest {
     String id = UUID.randomUUID().toString();
     try (RedisServerProcess redis = RedisServerProcess.start(PORT);
          ConfigurableApplicationContext closed = Apps.start(store(redis, "closed"));
-         ConfigurableApplicationContext open = Apps.start(store(redis, "open"))) {
+         ConfigurableApplicationContext open = Apps.start(store(redis, "open"));
+         ConfigurableApplicationContext fallback = Apps.start(store(redis, "FALLBACK"))) {
       Client c = Apps.client(closed);
       Client o = Apps.client(open);
+      Client f = Apps.client(fallback);
       for (int i = 0; i < 3; i++) {
         assertThat(c.get("/api/hello", "X-Client", id).statusCode()).isEqualTo(200);
       }
@@ -51,6 +55,14 @@ class StoreOutageTest {
       HttpResponse<String> allowed = o.get("/api/hello", "X-Client", id + "-3");
       assertThat(allowed.statusCode()).isEqualTo(200);
       assertThat(allowed.headers().firstValue("RateLimit-Policy")).as("an allowance no store decided has no limits").isEmpty();
+      for (int i = 0; i < 3; i++) {
+        HttpResponse<String> local = f.get("/api/hello", "X-Client", id + "-5");
+        assertThat(local.statusCode()).isEqualTo(200);
+        assertThat(local.headers().firstValue("X-RateLimit-Remaining")).as("the fallback's own count").hasValue(Integer.toString(2 - i));
+      }
+      HttpResponse<String> overLocally = f.get("/api/hello", "X-Client", id + "-5");
+      assertThat(overLocally.statusCode()).as("limited by the fallback while the store is down").isEqualTo(429);
+      assertThat(Client.json(overLocally).get("path").asText()).isEqualTo("fallback");
 
       redis.thaw();
       long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();

@@ -46,7 +46,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Store failures follow the limiter's failure mode, the one rule: a decision the failure mode
  * refused (closed) is answered with gRPC status {@code UNAVAILABLE}, so Envoy applies its
  * {@code failure_mode_deny}; one it allowed (open) is answered {@code OK} overall with that
- * descriptor's code {@code UNKNOWN} (no limit is known) and no limit fields.
+ * descriptor's code {@code UNKNOWN} (no limit is known) and no limit fields; one its fallback decided
+ * is answered as any decision (its tickets refund into the fallback).
  *
  * <p>What one request may ask is bounded before anything is decided, each bound an
  * {@code INVALID_ARGUMENT} naming it: at most {@link #MAX_DESCRIPTORS} descriptors of at most
@@ -276,7 +277,7 @@ final class EnvoyRateLimitService {
     }
     if (failedClosed != null) {
       throw new Refusal(Status.UNAVAILABLE.withDescription("the rate-limit store could not decide ("
-          + HttpVerdict.code(failedClosed.reason()) + ") and --failure-mode is closed"));
+          + HttpVerdict.code(failedClosed.reason()) + ") and --failure-mode refused the request"));
     }
 
     // "Now" once the limiter has decided, as the JSON API reads it: read before, a first hit's reset was
