@@ -10,6 +10,7 @@ import dev.sluice.internal.ModelSteps;
 import dev.sluice.internal.StoredId;
 import dev.sluice.spi.StepResult;
 import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreException;
 import dev.sluice.spi.StoreNotReachedException;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.RedisClient;
@@ -419,7 +420,7 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
   /** The script's reply {status, allowed, remaining, resetAt, retryAfter, stamp, wrote} as a step result. */
   private static StepResult result(List<Object> r) {
     if (r == null || r.size() != 7) {
-      throw new RedisStoreException("unexpected script reply " + r);
+      throw new StoreException("unexpected script reply " + r);
     }
     return result(r, 0);
   }
@@ -443,12 +444,12 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
     if (r != null && r.size() == 7 && n > 1) {
       Arrays.fill(rs, result(r)); // a failure; a real batch of n > 1 answers 7 * n fields
       if (rs[0].failure() == null) {
-        throw new RedisStoreException("unexpected script reply " + r + " to a batch of " + n);
+        throw new StoreException("unexpected script reply " + r + " to a batch of " + n);
       }
       return rs;
     }
     if (r == null || r.size() != 7 * n) {
-      throw new RedisStoreException("unexpected script reply " + r + " to a batch of " + n);
+      throw new StoreException("unexpected script reply " + r + " to a batch of " + n);
     }
     for (int i = 0; i < n; i++) {
       rs[i] = result(r, 7 * i);
@@ -458,7 +459,7 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
 
   private static long field(List<Object> r, int i) {
     if (!(r.get(i) instanceof Long v)) {
-      throw new RedisStoreException("unexpected script reply " + r);
+      throw new StoreException("unexpected script reply " + r);
     }
     return v;
   }
