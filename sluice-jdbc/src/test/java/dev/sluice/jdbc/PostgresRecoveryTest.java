@@ -93,7 +93,7 @@ class PostgresRecoveryTest {
         load.start();
         try {
           load.awaitRecovery(System.nanoTime(), 30_000);
-          Thread.sleep(1_000);
+          Thread.sleep(1_000); // a second of steady load, so the first fault meets a warm pool and busy lanes
           for (Fault fault : Fault.values()) {
             load.forget();
             Return back = inflict(fault, server, unpooled);
