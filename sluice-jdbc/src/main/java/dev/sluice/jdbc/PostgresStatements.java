@@ -268,8 +268,8 @@ final class PostgresStatements {
 
   /**
    * Runs {@code work} for {@code call} on a connection from the gate ({@link ConnectionGate}); a
-   * failure that says the store was lost closes the gate, so that the next decisions wait for its
-   * probe instead of the pool.
+   * failure that says the store was lost closes the gate, so that the next decisions are answered at
+   * once as not reached, instead of waiting in the pool, until its probe reaches the store.
    */
   private <T> T onConnection(PostgresCall call, OnConnection<T> work) throws SQLException {
     try (Connection c = prepared(gate.borrow(dataSource, call.connectionWait, call.deadline, networkTimeoutMillis))) {
