@@ -1,6 +1,7 @@
 package dev.sluice.jdbc;
 
 import dev.sluice.Policy;
+import dev.sluice.jdbc.internal.ConnectionWait;
 
 /** One call's inputs, read on the caller's thread and handed to the worker that runs its statements. */
 final class PostgresCall {

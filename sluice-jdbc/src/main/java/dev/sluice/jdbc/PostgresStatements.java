@@ -9,6 +9,7 @@ import dev.sluice.Reason;
 import dev.sluice.Ticket;
 import dev.sluice.internal.ModelSteps;
 import dev.sluice.internal.StoredId;
+import dev.sluice.jdbc.internal.ConnectionGate;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import dev.sluice.spi.StepResult;
@@ -52,8 +53,7 @@ final class PostgresStatements {
   PostgresStatements(DataSource dataSource, Duration timeout, PostgresSql sql, Policy defaultPolicy, boolean tenantMode) {
     this.dataSource = dataSource;
     this.gate = ConnectionGate.of(dataSource);
-    // Bounds a read from a server that stopped answering: twice the deadline, at least 1 s.
-    this.networkTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, Math.max(1_000, 2 * timeout.toMillis()));
+    this.networkTimeoutMillis = ConnectionGate.networkTimeoutMillis(timeout.toNanos());
     this.tenantMode = tenantMode;
     this.defaultPolicyName = defaultPolicy.name();
     this.defaultPolicyId = StoredId.policy(defaultPolicy.name());

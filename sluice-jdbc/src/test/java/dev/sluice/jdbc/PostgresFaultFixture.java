@@ -76,22 +76,6 @@ public final class PostgresFaultFixture implements FaultContract.Fixture, AutoCl
     }
   }
 
-  /**
-   * The fault kit's runs that fail on PostgreSQL (plain, tenant mode and the engine over JDBC) on the
-   * code as it is. The engine over JDBC borrows its connections from the pool directly, around the
-   * connection gate that brings {@code JdbcRateLimiter} back within the 1 s bound ({@code
-   * PostgresFaultKit#recoveryBound}): it was back 23 to 131 ms (connections dropped), 34 ms to 2.3 s
-   * (black hole) and 73 to 315 ms (refused) after the store's return. (Its deadline, 281 to 687 ms
-   * for 250 ms, is fixed: its store keeps the deadline as {@code JdbcRateLimiter} does.)
-   */
-  public static Optional<String> knownToFail(FaultContract.Case c, FaultContract.Fault fault, boolean engine) {
-    if (engine && c == FaultContract.Case.RECOVERY) {
-      return Optional.of("the engine over JDBC borrows from the pool around the limiter's connection gate:"
-          + " back on the store 23 ms to 2.3 s after its return");
-    }
-    return Optional.empty();
-  }
-
   private static FaultContract.Setup setup(Policy p) {
     return new FaultContract.Setup(p, Duration.ofSeconds(5), false, FailureMode.closed(), new Ticket.Issuer());
   }

@@ -1,6 +1,8 @@
 package dev.sluice.jdbc.store;
 
 import dev.sluice.Reason;
+import dev.sluice.jdbc.internal.ConnectionGate;
+import dev.sluice.jdbc.internal.ConnectionWait;
 import dev.sluice.jdbc.internal.DeadlineTask;
 import dev.sluice.jdbc.internal.SqlFailure;
 import dev.sluice.jdbc.internal.TableNames;
@@ -51,17 +53,28 @@ import javax.sql.DataSource;
  * Every call returns by its deadline, connection acquisition included, as {@code JdbcRateLimiter}'s
  * do and by the same mechanism ({@code dev.sluice.jdbc.internal.DeadlineTask}): the JDBC work runs on
  * the store's executor ({@link Builder#executor}) and the calling thread waits for it at most until
- * the deadline; work whose deadline passed while it waited for a worker never starts. On the worker,
- * the connection's network timeout is the time left before the deadline (the previous value is
- * restored before the connection goes back), so a worker is freed when its caller's deadline passes.
+ * the deadline; work whose deadline passed while it waited for a worker never starts, and a worker
+ * still waiting in the pool when its caller is answered withdraws. On the worker, the connection's
+ * network timeout is twice the call's deadline and at least a second, as {@code JdbcRateLimiter}'s
+ * ({@code ConnectionGate.networkTimeoutMillis}; the previous value is restored before the connection
+ * goes back): a read that times out after that says the server stopped answering, where one cut at
+ * the deadline could only say that a statement waited for a lock.
  * A call that did not finish by its deadline, or failed with what the module's one map of SQL
  * failures ({@code dev.sluice.jdbc.internal.SqlFailure}, shared with {@code JdbcRateLimiter}) calls a
  * timeout (a statement or lock timeout, a socket timeout, no pooled connection in time), is a
  * {@link StoreTimeoutException}; work that never started is a
  * {@link StoreNotReachedException} (nothing was sent); any other failure a
- * {@link StoreException}. Set the pool's connection timeout (HikariCP {@code connectionTimeout}) no
- * longer than the limiter's timeout, so that a worker does not wait for a connection long after its
- * caller was answered.
+ * {@link StoreException}.
+ *
+ * <h2>Recovery</h2>
+ * The store gets its connections through a gate of its own ({@code dev.sluice.jdbc.internal.ConnectionGate},
+ * {@code JdbcRateLimiter}'s mechanism): a failure that says the database was lost (refused,
+ * terminated, a connection error, no answer within the network timeout) closes it, calls are then
+ * answered at once as not reached ({@link StoreNotReachedException}) and one probe thread asks the
+ * data source for a connection every 20 to 40 ms, opening the gate on the first that answers
+ * {@code SELECT 1}. So the engine is back on the database within tens of milliseconds of its return
+ * and no caller is held in the pool during an outage; a pool left to itself retries a lost server
+ * with a back-off of up to 5 s. Use HikariCP with {@code minimumIdle = 0} (docs/postgresql.md).
  *
  * <p>Thread-safe; holds no state besides its configuration and its executor. Connections are
  * borrowed per call. {@link #close()} stops the store's own executor.
@@ -105,6 +118,7 @@ public final class JdbcVersionedStore implements VersionedStore, AutoCloseable {
   private final String table;
   private final Executor executor;
   private final ExecutorService ownExecutor;
+  private final ConnectionGate gate = new ConnectionGate();
   private volatile Dialect dialect;
   private volatile Sql sql;
 
@@ -273,8 +287,11 @@ public final class JdbcVersionedStore implements VersionedStore, AutoCloseable {
     if (deadlineNanos - System.nanoTime() <= 0) {
       throw new StoreTimeoutException(what + " on " + table + ": the deadline passed before the call");
     }
+    ConnectionWait wait = new ConnectionWait();
+    int networkMillis = ConnectionGate.networkTimeoutMillis(deadlineNanos - System.nanoTime());
     try {
-      return DeadlineTask.submit(executor, deadlineNanos, () -> onWorker(deadlineNanos, what, work)).await();
+      return DeadlineTask.submit(executor, deadlineNanos, wait::abandon,
+          () -> onWorker(deadlineNanos, wait, networkMillis, what, work)).await();
     } catch (TimeoutException e) {
       throw new StoreTimeoutException(what + " on " + table + " did not complete by its deadline", e);
     } catch (InterruptedException e) {
@@ -287,16 +304,25 @@ public final class JdbcVersionedStore implements VersionedStore, AutoCloseable {
     }
   }
 
-  /** One statement on a connection whose network timeout is the time left; on the worker. */
-  private <T> T onWorker(long deadlineNanos, String what, Work<T> work) {
-    try (Connection c = dataSource.getConnection()) {
+  /**
+   * One statement on a connection from the store's gate ({@link ConnectionGate}), with the gate's
+   * network timeout; on the worker. A failure that says the store was lost closes the gate: the
+   * next calls are answered at once as not reached until its probe reaches the store again, which
+   * brings the engine back as soon as the store is (a pool left to itself retries a lost server with
+   * a back-off of up to 5 s).
+   */
+  private <T> T onWorker(long deadlineNanos, ConnectionWait wait, int networkMillis, String what, Work<T> work) {
+    Connection c;
+    try {
+      c = gate.borrow(dataSource, wait, deadlineNanos, networkMillis);
+    } catch (StoreNotReachedException e) {
+      throw new StoreNotReachedException(what + " on " + table + " failed: nothing sent: " + e.getMessage(), e.getCause());
+    } catch (SQLException e) {
+      throw failure(what, e, deadlineNanos, networkMillis);
+    }
+    try (c) {
       int previous = c.getNetworkTimeout();
-      int millis = (int) Math.min(Integer.MAX_VALUE, Math.max(1, (deadlineNanos - System.nanoTime() + 999_999) / 1_000_000));
-      if (deadlineNanos - System.nanoTime() <= 0) {
-        throw new StoreNotReachedException(what + " on " + table + ": nothing sent",
-            new TimeoutException("the deadline passed while waiting for a connection"));
-      }
-      c.setNetworkTimeout(DIRECT, millis);
+      c.setNetworkTimeout(DIRECT, networkMillis);
       try {
         T result = work.run(c, sql(c));
         if (!c.getAutoCommit()) {
@@ -318,11 +344,17 @@ public final class JdbcVersionedStore implements VersionedStore, AutoCloseable {
         }
       }
     } catch (SQLException e) {
-      if (SqlFailure.reason(e) == Reason.TIMEOUT || deadlineNanos - System.nanoTime() <= 0) {
-        throw new StoreTimeoutException(what + " on " + table + " did not complete by its deadline: " + e.getMessage(), e);
-      }
-      throw new StoreException(what + " on " + table + " failed: " + e.getMessage(), e);
+      throw failure(what, e, deadlineNanos, networkMillis);
     }
+  }
+
+  /** What a failed call throws ({@link SqlFailure}); a failure that says the store was lost also closes the gate. */
+  private StoreException failure(String what, SQLException e, long deadlineNanos, int networkMillis) {
+    gate.failed(dataSource, e, networkMillis);
+    if (SqlFailure.reason(e) == Reason.TIMEOUT || deadlineNanos - System.nanoTime() <= 0) {
+      return new StoreTimeoutException(what + " on " + table + " did not complete by its deadline: " + e.getMessage(), e);
+    }
+    return new StoreException(what + " on " + table + " failed: " + e.getMessage(), e);
   }
 
   private Sql sql(Connection c) throws SQLException {

@@ -42,7 +42,7 @@ class JdbcVersionedStoreDeadlineTest {
   /** What a loaded 2-core machine adds to a deadline (the fault kit's margin is 100 ms on 250 ms). */
   private static final Duration MARGIN = Duration.ofMillis(400);
 
-  private final StalledPool pool = new StalledPool();
+  private final StalledPool pool = new StalledPool(false);
   private final ExecutorService workers = Executors.newCachedThreadPool();
   private final JdbcVersionedStore store = JdbcVersionedStore.builder(pool).dialect(Dialect.POSTGRESQL).executor(workers).build();
   private final Policy policy = Policy.fixedWindow(JdbcVersionedStoreTest.randomPolicyName(), 10, Duration.ofMinutes(1));
@@ -94,6 +94,23 @@ class JdbcVersionedStoreDeadlineTest {
     assertThat(pool.statements.get()).as("statements prepared on them").isZero();
   }
 
+  /**
+   * A worker that still waits in the pool when its caller is answered leaves the pool's queue at once
+   * (a pool that sees borrowers waiting keeps retrying a lost server with a growing back-off).
+   */
+  @Test
+  void aWorkerWhoseCallerWasAnsweredLeavesThePool() throws Exception {
+    StalledPool interruptible = new StalledPool(true);
+    JdbcVersionedStore over = JdbcVersionedStore.builder(interruptible).dialect(Dialect.POSTGRESQL).executor(workers).build();
+    VersionedStoreRateLimiter l = VersionedStoreRateLimiter.builder(policy, over).ticker(Ticker.manual(T0)).timeout(DEADLINE).build();
+    assertThat(l.tryAcquire("k").reason()).isEqualTo(Reason.TIMEOUT);
+    workers.shutdown();
+    assertThat(workers.awaitTermination(POOL_WAIT.toMillis() / 2, TimeUnit.MILLISECONDS))
+        .as("the worker left the pool long before it would have given a connection").isTrue();
+    assertThat(interruptible.withdrawn.get()).isEqualTo(1);
+    assertThat(interruptible.borrowed.get()).isZero();
+  }
+
   private Ticket ticket(long permits) {
     return issuer.restore(policy, "k", permits, T0, "0123456789abcdef0123456789abcdef");
   }
@@ -107,15 +124,20 @@ class JdbcVersionedStoreDeadlineTest {
 
   /**
    * A pool with no connection to give until {@link #release()} (at most {@link #POOL_WAIT}); the
-   * connections it then gives count the statements prepared on them and run none.
+   * connections it then gives count the statements prepared on them and run none. An interruptible
+   * one leaves its wait when its thread is interrupted, as HikariCP does; the other keeps waiting, as
+   * a driver that connects on the calling thread over a blocking socket does.
    */
   private static final class StalledPool extends JdbcVersionedStoreTest.UrlDataSource {
     private final CountDownLatch released = new CountDownLatch(1);
+    private final boolean interruptible;
     final AtomicInteger borrowed = new AtomicInteger();
+    final AtomicInteger withdrawn = new AtomicInteger();
     final AtomicInteger statements = new AtomicInteger();
 
-    StalledPool() {
+    StalledPool(boolean interruptible) {
       super(null);
+      this.interruptible = interruptible;
     }
 
     void release() {
@@ -123,13 +145,26 @@ class JdbcVersionedStoreDeadlineTest {
     }
 
     @Override public Connection getConnection() throws SQLException {
-      try {
-        if (!released.await(POOL_WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+      long end = System.nanoTime() + POOL_WAIT.toNanos();
+      boolean interrupted = false;
+      while (released.getCount() > 0) {
+        long left = end - System.nanoTime();
+        if (left <= 0) {
           throw new java.sql.SQLTransientConnectionException("no connection within " + POOL_WAIT);
         }
-      } catch (InterruptedException e) {
+        try {
+          released.await(left, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+          if (interruptible) {
+            withdrawn.incrementAndGet();
+            Thread.currentThread().interrupt();
+            throw new SQLException("interrupted", e);
+          }
+          interrupted = true;
+        }
+      }
+      if (interrupted) {
         Thread.currentThread().interrupt();
-        throw new SQLException("interrupted", e);
       }
       borrowed.incrementAndGet();
       return (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(), new Class<?>[] {Connection.class},

@@ -17,8 +17,4 @@ class JdbcVersionedStoreFaultKitTest extends PostgresFaultKit {
         .failureMode(s.failureMode()).issuer(s.issuer())
         .maxBatch(s.coalescing() ? VersionedStoreRateLimiter.MAX_BATCH : 1).build());
   }
-
-  @Override protected boolean engine() {
-    return true;
-  }
 }

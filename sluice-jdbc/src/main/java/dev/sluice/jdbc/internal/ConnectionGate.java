@@ -1,7 +1,6 @@
-package dev.sluice.jdbc;
+package dev.sluice.jdbc.internal;
 
 import dev.sluice.internal.DeadlineTimer;
-import dev.sluice.jdbc.internal.SqlFailure;
 import dev.sluice.spi.StoreNotReachedException;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -41,8 +40,17 @@ import javax.sql.DataSource;
  * <p>The probe borrows through the data source, never around it, so a user's pool, its settings and
  * its credentials stay in charge. It runs while decisions are asked, and stops after
  * {@link #PROBE_IDLE_NANOS} without one (the next decision starts it again).
+ *
+ * <p>A socket timeout closes the gate, so it must mean the server stopped answering, not that a
+ * statement waited for a lock: a connection's network timeout is {@link #networkTimeoutMillis}, twice
+ * the call's deadline and at least a second, for both backends of this module. The caller is answered
+ * at its deadline either way ({@link DeadlineTask}); the worker is freed by the network timeout.
+ *
+ * <p>{@code JdbcRateLimiter}'s statements share one gate per data source ({@link #of}); a
+ * {@code JdbcVersionedStore} has its own ({@link #ConnectionGate()}), so that how one backend reads a
+ * failure never answers for the other. Not API: this package is not exported.
  */
-final class ConnectionGate {
+public final class ConnectionGate {
   /** The shortest a probe waits for a connection before it withdraws from the pool's queue. */
   static final long PROBE_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
   /** The probe's pause after an attempt that got no connection, at least; up to twice as long, at random. */
@@ -60,10 +68,21 @@ final class ConnectionGate {
   private volatile long typicalBorrowNanos = -1;
   private Thread probe; // guarded by this
 
-  private ConnectionGate() {}
+  /** A gate of one's own (a versioned store's), open. */
+  public ConnectionGate() {}
+
+  /**
+   * The network timeout of a connection used for a call whose deadline is {@code budgetNanos} away:
+   * twice that, at least one second. A read that times out after it means the server stopped
+   * answering, and closes the gate; a statement that waits for a lock longer than its deadline does
+   * not get there before its caller is answered.
+   */
+  public static int networkTimeoutMillis(long budgetNanos) {
+    return (int) Math.min(Integer.MAX_VALUE, Math.max(1_000, 2 * TimeUnit.NANOSECONDS.toMillis(Math.max(0, budgetNanos))));
+  }
 
   /** The gate of {@code dataSource}, shared by every limiter over it (kept no longer than the data source). */
-  static ConnectionGate of(DataSource dataSource) {
+  public static ConnectionGate of(DataSource dataSource) {
     synchronized (GATES) {
       return GATES.computeIfAbsent(dataSource, ds -> new ConnectionGate());
     }
@@ -75,7 +94,7 @@ final class ConnectionGate {
    * {@link TimeoutException} when the deadline passes first or the caller abandoned {@code wait}. An
    * {@link SQLException} from the data source as it comes.
    */
-  Connection borrow(DataSource dataSource, ConnectionWait wait, long deadline, int networkTimeoutMillis)
+  public Connection borrow(DataSource dataSource, ConnectionWait wait, long deadline, int networkTimeoutMillis)
       throws SQLException {
     if (closed) {
       lastAsked = System.nanoTime();
@@ -107,7 +126,7 @@ final class ConnectionGate {
   }
 
   /** A decision's statement or borrow failed with {@code failure}: when it says the store is unreachable, the gate closes. */
-  void failed(DataSource dataSource, SQLException failure, int networkTimeoutMillis) {
+  public void failed(DataSource dataSource, SQLException failure, int networkTimeoutMillis) {
     if (!closed && SqlFailure.unreachable(failure)) {
       closed = true;
       lastAsked = System.nanoTime();
@@ -116,7 +135,7 @@ final class ConnectionGate {
   }
 
   /** Whether decisions are answered as not reached until the probe reaches the store (tests). */
-  boolean isClosed() {
+  public boolean isClosed() {
     return closed;
   }
 

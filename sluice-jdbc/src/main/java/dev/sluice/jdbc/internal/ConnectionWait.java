@@ -1,4 +1,4 @@
-package dev.sluice.jdbc;
+package dev.sluice.jdbc.internal;
 
 /**
  * A worker's wait for a connection, which whoever no longer needs it can end: {@link #abandon()}
@@ -11,13 +11,15 @@ package dev.sluice.jdbc;
  * {@link ConnectionGate}). An interrupted HikariCP borrower leaves at once with an
  * {@link java.sql.SQLException}; a driver that connects on the calling thread over a blocking socket
  * ignores the interrupt and finishes.
+ *
+ * <p>Not API: this package is not exported.
  */
-final class ConnectionWait {
+public final class ConnectionWait {
   private Thread waiter;
   private boolean abandoned;
 
   /** The calling thread starts waiting; false when the wait was already abandoned. */
-  synchronized boolean begin() {
+  public synchronized boolean begin() {
     if (abandoned) {
       return false;
     }
@@ -26,7 +28,7 @@ final class ConnectionWait {
   }
 
   /** The wait is over; false when it was abandoned, and then this thread's interrupt is cleared. */
-  synchronized boolean end() {
+  public synchronized boolean end() {
     waiter = null;
     if (abandoned) {
       Thread.interrupted();
@@ -36,14 +38,14 @@ final class ConnectionWait {
   }
 
   /** Nobody needs the connection any longer: a thread waiting for it is interrupted. */
-  synchronized void abandon() {
+  public synchronized void abandon() {
     abandoned = true;
     if (waiter != null) {
       waiter.interrupt();
     }
   }
 
-  synchronized boolean abandoned() {
+  public synchronized boolean abandoned() {
     return abandoned;
   }
 }
