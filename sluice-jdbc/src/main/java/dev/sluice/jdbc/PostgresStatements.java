@@ -25,7 +25,7 @@ import javax.sql.DataSource;
  * named parameters, runs it and turns its result into a {@link StepResult} with the reference model.
  * A store failure is thrown as {@link SQLException}, a malformed row as {@link StoreFailure} with
  * {@link Reason#CORRUPT_STATE}; the deadline, the failure mode and the listener are the core
- * pipeline's ({@link dev.sluice.spi.StoreBackedRateLimiter}).
+ * pipeline's ({@link dev.sluice.spi.StoreRateLimiter}, around {@link PostgresBackend}).
  */
 final class PostgresStatements {
   /** Runs the driver's network-timeout callback in place. */
