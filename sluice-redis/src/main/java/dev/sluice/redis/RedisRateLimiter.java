@@ -64,6 +64,7 @@ public final class RedisRateLimiter extends ForwardingStoreRateLimiter {
 
   /** The default and largest {@code maxBatch}: {@link StoreRateLimiter#MAX_BATCH}. */
   public static final int MAX_BATCH = StoreRateLimiter.MAX_BATCH;
+
   /**
    * Extra TTL when the limiter runs on a supplied {@link dev.sluice.Ticker} (default 1 s): keys outlive
    * their state by this much so that application clocks that disagree by up to this much cannot expire
