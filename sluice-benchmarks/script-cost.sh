@@ -30,4 +30,4 @@ else
 fi
 trap 'kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; rm -rf "$DIR"' EXIT
 for _ in $(seq 1 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.2; done
-"${JAVA_HOME:+$JAVA_HOME/bin/}java" -cp "$JAR" dev.sluice.redis.ScriptCost "$PORT" "$@"
+"${JAVA_HOME:+$JAVA_HOME/bin/}java" -cp "$JAR" dev.sluice.benchmarks.ScriptCost "$PORT" "$@"

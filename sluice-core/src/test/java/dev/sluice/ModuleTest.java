@@ -36,6 +36,32 @@ class ModuleTest {
     assertThat(d.requires()).allMatch(r -> r.name().equals("java.base"), "the core requires nothing but java.base");
   }
 
+  /**
+   * The backend SPI is one interface, its capabilities as a value, the one final limiter around it
+   * (with its builder, the settings a store's builder extends, and the final forwarding base of a
+   * store's own public type), what a step answers, the store exceptions, and the versioned-store
+   * seam: nothing else of the pipeline is public.
+   */
+  @Test
+  void theSpiPackageIsTheNarrowSeam() throws Exception {
+    Set<String> types = new TreeSet<>();
+    try (var files = Files.list(Path.of("target/classes/dev/sluice/spi"))) {
+      for (Path f : (Iterable<Path>) files::iterator) {
+        String n = f.getFileName().toString();
+        if (n.endsWith(".class") && !n.equals("package-info.class")) {
+          Class<?> c = Class.forName("dev.sluice.spi." + n.substring(0, n.length() - 6));
+          if (java.lang.reflect.Modifier.isPublic(c.getModifiers())) {
+            types.add(c.getName().substring("dev.sluice.spi.".length()));
+          }
+        }
+      }
+    }
+    assertThat(types).containsExactlyInAnyOrder("Backend", "Backend$Step", "Capabilities", "StepResult", "StoreRateLimiter",
+        "StoreRateLimiter$Builder", "StoreRateLimiter$Settings", "ForwardingStoreRateLimiter", "StoreException", "StoreNotReachedException",
+        "StoreTimeoutException", "StoredRecord", "VersionedStore");
+    assertThat(java.lang.reflect.Modifier.isFinal(dev.sluice.spi.StoreRateLimiter.class.getModifiers())).isTrue();
+  }
+
   @Test
   void thePomHasNoRuntimeDependency() throws Exception {
     String pom = Files.readString(Path.of("pom.xml"));

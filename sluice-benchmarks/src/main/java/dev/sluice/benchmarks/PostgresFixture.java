@@ -4,7 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.sluice.Policy;
 import dev.sluice.jdbc.JdbcRateLimiter;
-import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreRateLimiter;
 import io.github.bucket4j.BucketConfiguration;
 import io.github.bucket4j.distributed.BucketProxy;
 import io.github.bucket4j.distributed.proxy.ProxyManager;
@@ -56,7 +56,7 @@ final class PostgresFixture implements AutoCloseable {
   final BucketProxy[] advisoryLock;
 
   PostgresFixture(int keyCount) throws SQLException {
-    this(keyCount, StoreBackedRateLimiter.MAX_BATCH);
+    this(keyCount, StoreRateLimiter.MAX_BATCH);
   }
 
   PostgresFixture(int keyCount, int maxBatch) throws SQLException {

@@ -1,6 +1,6 @@
 package dev.sluice.benchmarks;
 
-import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreRateLimiter;
 import java.sql.SQLException;
 import java.util.concurrent.ThreadLocalRandom;
 import org.openjdk.jmh.annotations.Level;
@@ -22,7 +22,7 @@ public abstract class PostgresTrial {
 
   /** Sluice's request coalescing: 64 (the default) or 1 (off); {@code -p maxBatch=1,64} compares them in one run. */
   @Param({"64"})
-  public int maxBatch = StoreBackedRateLimiter.MAX_BATCH; // the default also when a test builds the state by hand
+  public int maxBatch = StoreRateLimiter.MAX_BATCH; // the default also when a test builds the state by hand
 
   PostgresFixture fx;
 

@@ -1,7 +1,7 @@
 package dev.sluice.benchmarks;
 
 import dev.sluice.Decision;
-import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreRateLimiter;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
 import java.util.concurrent.CompletableFuture;
@@ -44,7 +44,7 @@ public class RedisBenchmark {
 
   /** Sluice's request coalescing: 64 (the default) or 1 (off); {@code -p maxBatch=1,64} compares them in one run. */
   @Param({"64"})
-  public int maxBatch = StoreBackedRateLimiter.MAX_BATCH; // the default also when a test builds the state by hand
+  public int maxBatch = StoreRateLimiter.MAX_BATCH; // the default also when a test builds the state by hand
 
   RedisFixture fx;
 

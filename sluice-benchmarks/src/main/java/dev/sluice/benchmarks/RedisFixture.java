@@ -2,7 +2,7 @@ package dev.sluice.benchmarks;
 
 import dev.sluice.Policy;
 import dev.sluice.redis.RedisRateLimiter;
-import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreRateLimiter;
 import io.github.bucket4j.BucketConfiguration;
 import io.github.bucket4j.distributed.BucketProxy;
 import io.github.bucket4j.distributed.ExpirationAfterWriteStrategy;
@@ -48,7 +48,7 @@ final class RedisFixture implements AutoCloseable {
   final String trivialSha;
 
   RedisFixture(int keyCount) {
-    this(keyCount, StoreBackedRateLimiter.MAX_BATCH);
+    this(keyCount, StoreRateLimiter.MAX_BATCH);
   }
 
   /** {@code maxBatch} 1 turns Sluice's request coalescing off. */

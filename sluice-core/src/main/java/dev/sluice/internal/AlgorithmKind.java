@@ -244,6 +244,25 @@ public enum AlgorithmKind {
     return policy;
   }
 
+  /**
+   * The one message for a policy whose algorithm a backend ({@code store}) does not run: a store that
+   * runs exactly the fixed-size algorithms says so as {@link #requireFixedSize} does, any other names
+   * what it runs.
+   */
+  public static IllegalArgumentException notRun(Policy policy, String store, java.util.Set<Class<? extends Algorithm>> runs) {
+    AlgorithmKind k = of(policy.algorithm());
+    List<AlgorithmKind> run = Arrays.stream(KINDS).filter(x -> runs.contains(x.type)).toList();
+    if (!k.fixedSize && run.equals(Arrays.stream(KINDS).filter(AlgorithmKind::fixedSize).toList())) {
+      try {
+        requireFixedSize(policy, store);
+      } catch (IllegalArgumentException e) {
+        return e;
+      }
+    }
+    return new IllegalArgumentException("policy '" + policy.name() + "' uses " + k.id + ", which " + store + " does not run; "
+        + store + " runs " + ids(run, " and ") + ": use one of those, or " + k.id + " on MemoryRateLimiter");
+  }
+
   private static int index(Parameter[] parameters, Role role) {
     for (int i = 0; i < parameters.length; i++) {
       if (parameters[i].role == role) {

@@ -78,6 +78,21 @@ public final class ReferenceModel {
     step(alg, st, now, 1, out, false);
   }
 
+  /**
+   * The outcome of an acquire that a store applied itself at {@code now}, leaving {@code written}
+   * (a statement that counted the permits in the row it locked): allowed, the numbers a peek of the
+   * new state gives, and the ticket's stamp, the window's start for the windows, the acquire's
+   * instant for the buckets. The one reading of a state a store wrote, so a backend never re-derives
+   * the reply's fields after its statement.
+   */
+  public static void written(Algorithm alg, long[] written, long now, Outcome out) {
+    peek(alg, written, now, out);
+    if (!out.corrupt() && !out.invalidClock()) {
+      long stamp = alg instanceof FixedWindow || alg instanceof SlidingWindow ? written[0] : now;
+      out.set(true, out.remaining(), out.resetAt(), 0, stamp, true);
+    }
+  }
+
   /** Sets {@code out} invalid or corrupt and returns true when no step may run at {@code now}. */
   private static boolean unusable(Algorithm alg, long[] st, long now, Outcome out) {
     if (!Checks.validClock(now)) {

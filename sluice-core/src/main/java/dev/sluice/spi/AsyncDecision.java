@@ -4,7 +4,7 @@ import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.internal.DeadlineTimer;
-import dev.sluice.spi.StoreBackedRateLimiter.Step;
+import dev.sluice.spi.Backend.Step;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
@@ -14,12 +14,12 @@ import java.util.function.BiConsumer;
 /**
  * One asynchronous decision: the backend's step racing a deadline timer. Whichever settles first
  * decides; no thread waits. The losing side only cancels. Part of the
- * {@link StoreBackedRateLimiter} pipeline (its {@code tryAcquireAsync}), which maps the result.
+ * {@link StoreRateLimiter} pipeline (its {@code tryAcquireAsync}), which maps the result.
  *
  * @param <P> the backend's compiled policy
  */
 final class AsyncDecision<P> extends CompletableFuture<Decision> implements DeadlineTimer.Task, BiConsumer<StepResult, Throwable> {
-  private final StoreBackedRateLimiter<P> owner;
+  private final StoreRateLimiter owner;
   private final Coalescer<P> coalescer; // null: coalescing off
   private final P plan;
   private final Policy p;
@@ -34,7 +34,7 @@ final class AsyncDecision<P> extends CompletableFuture<Decision> implements Dead
   private Lanes.Lane lane; // set when this decision leads a lane
   private volatile Lanes.Waiter queued; // set when it waits in one
 
-  AsyncDecision(StoreBackedRateLimiter<P> owner, Coalescer<P> coalescer, P plan, Policy p, String key, long permits, long now) {
+  AsyncDecision(StoreRateLimiter owner, Coalescer<P> coalescer, P plan, Policy p, String key, long permits, long now) {
     this.owner = owner;
     this.coalescer = coalescer;
     this.start = owner.nanoTime();
@@ -100,7 +100,7 @@ final class AsyncDecision<P> extends CompletableFuture<Decision> implements Dead
     if (t != null) {
       t.cancel();
     }
-    Throwable error = e == null ? null : StoreBackedRateLimiter.unwrap(e);
+    Throwable error = e == null ? null : StoreRateLimiter.unwrap(e);
     if (ownCall) {
       owner.reportStoreCall(p, start, error);
     }

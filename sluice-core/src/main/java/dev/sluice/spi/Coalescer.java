@@ -4,7 +4,7 @@ import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.internal.DeadlineTimer;
-import dev.sluice.spi.StoreBackedRateLimiter.Step;
+import dev.sluice.spi.Backend.Step;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.CancellationException;
@@ -15,13 +15,13 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Request coalescing for a {@link StoreBackedRateLimiter} whose backend decides batches: acquires
+ * Request coalescing for a {@link StoreRateLimiter} whose backend decides batches: acquires
  * for one budget (and scope: {@link LaneId}) that arrive while a store call for it is in flight wait
  * in its lane ({@link Lanes}),
- * then leave together as one batch, decided by one {@link StoreBackedRateLimiter#stepBatch} in
+ * then leave together as one batch, decided by one {@link Backend#stepBatch} in
  * arrival order at one instant. This class assembles the batches (dropping requests whose deadline
  * passed while they queued), dispatches them (on the oldest waiting caller's thread, or without a
- * thread on a backend that {@link StoreBackedRateLimiter#stepsAsync steps asynchronously}) and
+ * thread on a backend that {@link Capabilities#asyncSteps steps asynchronously}) and
  * withdraws a request at its deadline; the pipeline maps each request's share to its decision.
  *
  * <p>Whatever a batch's call does, every request in it is answered and the lane handed on: a
@@ -37,15 +37,15 @@ final class Coalescer<P> {
 
   /**
    * What the requests of one lane, and so of every batch, share: the policy (its name and numbers:
-   * one plan), the key, and the backend's {@link StoreBackedRateLimiter#batchScope scope} of the
+   * one plan), the key, and the backend's {@link Backend#batchScope scope} of the
    * request (null when it has none), read on the request's own thread as it enters.
    */
   record LaneId(Policy policy, String scope, String key) { }
 
-  private final StoreBackedRateLimiter<P> owner;
+  private final StoreRateLimiter owner;
   private final Lanes lanes;
 
-  Coalescer(StoreBackedRateLimiter<P> owner, int maxBatch) {
+  Coalescer(StoreRateLimiter owner, int maxBatch) {
     this.owner = owner;
     this.lanes = new Lanes(maxBatch);
   }
@@ -188,7 +188,7 @@ final class Coalescer<P> {
 
   /** The instant a batch is decided at: its latest reading (or the store's clock). */
   private static long batchNow(Lanes.Waiter[] batch) {
-    long now = StoreBackedRateLimiter.STORE_CLOCK;
+    long now = Backend.STORE_CLOCK;
     for (Lanes.Waiter w : batch) {
       now = Math.max(now, w.now);
     }
@@ -215,7 +215,7 @@ final class Coalescer<P> {
     try {
       rs = owner.stepBatch(plan, id.scope(), id.key(), permitsOf(batch), batchNow(batch), batch[0].deadline);
     } catch (Exception e) {
-      error = StoreBackedRateLimiter.caught(e);
+      error = StoreRateLimiter.caught(e);
     } catch (Error e) {
       error = e; // answered as a failure of the call, as every request in the batch shares it
     }
@@ -241,7 +241,7 @@ final class Coalescer<P> {
     call.whenComplete((rs, e) -> {
       timer.cancel();
       Throwable error = e == null ? null : e instanceof CancellationException
-          ? new TimeoutException("store call deadline passed") : StoreBackedRateLimiter.unwrap(e);
+          ? new TimeoutException("store call deadline passed") : StoreRateLimiter.unwrap(e);
       finish(plan, id, batch, start, rs, error);
     });
   }

@@ -23,7 +23,7 @@ final class Lanes {
   /** A request queued in a lane. */
   abstract static class Waiter {
     final long permits;
-    /** Its clock reading ({@link StoreBackedRateLimiter#STORE_CLOCK} for a store clock). */
+    /** Its clock reading ({@link Backend#STORE_CLOCK} for a store clock). */
     final long now;
     /** When it stops waiting, on the limiter's deadline clock. */
     final long deadline;

@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -40,37 +41,33 @@ class CoalescerLaneWedgeTest {
    * A backend whose store answers at once: decided when up, an already-failed future (nothing sent,
    * as Redis while disconnected) when down. A leader's call can be held in flight with {@link #hold}.
    */
-  static final class InstantStore extends StoreBackedRateLimiter<Policy> {
+  static final class InstantStore implements Backend<Policy> {
+    private static final Capabilities CAPABILITIES = Capabilities.fixedSize("an instant store").withBatches().withAsyncSteps();
     volatile boolean down;
+    StoreRateLimiter limiter;
     private final AtomicReference<CompletableFuture<StepResult>> held = new AtomicReference<>();
     final AtomicInteger batchCalls = new AtomicInteger();
     final AtomicInteger reachedWhileUp = new AtomicInteger();
     /** The thread each batch call was started on. */
     final ConcurrentLinkedQueue<Thread> batchThreads = new ConcurrentLinkedQueue<>();
 
-    InstantStore(Builder b) {
-      super(b, b.policy);
-    }
-
     static Builder builder() {
       return new Builder();
     }
 
-    static final class Builder extends StoreBackedRateLimiter.Builder<Builder> {
+    static final class Builder extends StoreRateLimiter.Settings<Builder> {
       Builder() {
         super(POLICY, PATIENT);
       }
 
-      @Override protected Builder self() {
+      @Override public Builder self() {
         return this;
       }
 
-      @Override protected boolean batches() {
-        return true;
-      }
-
       InstantStore build() {
-        return new InstantStore(this);
+        InstantStore store = new InstantStore();
+        store.limiter = pipeline(store);
+        return store;
       }
     }
 
@@ -86,18 +83,34 @@ class CoalescerLaneWedgeTest {
       return StepResult.decided(true, 1, 1, 0, 1, true);
     }
 
-    @Override protected Policy compile(Policy policy) {
+    Decision tryAcquire(String key) {
+      return limiter.tryAcquire(key);
+    }
+
+    CompletionStage<Decision> tryAcquireAsync(String key, long permits) {
+      return limiter.tryAcquireAsync(key, permits);
+    }
+
+    int busyLanes() {
+      return limiter.busyLanes();
+    }
+
+    @Override public Capabilities capabilities() {
+      return CAPABILITIES;
+    }
+
+    @Override public Policy compile(Policy policy) {
       return policy;
     }
 
-    @Override protected StepResult step(Policy p, Step step, String key, long permits, Ticket ticket, long now, long deadline) {
+    @Override public StepResult step(Policy p, Step step, String key, long permits, Ticket ticket, long now, long deadline) {
       if (down) {
         throw new StoreNotReachedException("store down");
       }
       return decided();
     }
 
-    @Override protected CompletableFuture<StepResult> stepAsync(Policy p, Step step, String key, long permits, Ticket ticket,
+    @Override public CompletableFuture<StepResult> stepAsync(Policy p, Step step, String key, long permits, Ticket ticket,
                                                                 long now, long deadline) {
       CompletableFuture<StepResult> f = held.getAndSet(null);
       if (f != null) {
@@ -107,11 +120,11 @@ class CoalescerLaneWedgeTest {
           : CompletableFuture.completedFuture(decided());
     }
 
-    @Override protected StepResult[] stepBatch(Policy p, String scope, String key, long[] permits, long now, long deadline) {
+    @Override public StepResult[] stepBatch(Policy p, String scope, String key, long[] permits, long now, long deadline) {
       throw new AssertionError("an asynchronous store sends batches asynchronously");
     }
 
-    @Override protected CompletableFuture<StepResult[]> stepBatchAsync(Policy p, String scope, String key, long[] permits,
+    @Override public CompletableFuture<StepResult[]> stepBatchAsync(Policy p, String scope, String key, long[] permits,
                                                                        long now, long deadline) {
       batchCalls.incrementAndGet();
       batchThreads.add(Thread.currentThread());
@@ -125,11 +138,7 @@ class CoalescerLaneWedgeTest {
       return CompletableFuture.completedFuture(rs);
     }
 
-    @Override protected boolean stepsAsync() {
-      return true;
-    }
-
-    @Override protected void delete(Policy p, String key, long deadline) {
+    @Override public void delete(Policy p, String key, long deadline) {
     }
   }
 
@@ -316,7 +325,7 @@ class CoalescerLaneWedgeTest {
   /** The same with the waiter itself throwing as it is told its result: the rest are told and the lane is free. */
   @Test void aWaiterThatThrowsWhenToldItsResultStillFreesTheLane() throws Exception {
     InstantStore store = InstantStore.builder().timeout(PATIENT).build();
-    Coalescer<Policy> coalescer = new Coalescer<>(store, StoreBackedRateLimiter.MAX_BATCH);
+    Coalescer<Policy> coalescer = new Coalescer<>(store.limiter, StoreRateLimiter.MAX_BATCH);
     Coalescer.LaneId id = coalescer.lane(POLICY, POLICY, "hot");
     long deadline = System.nanoTime() + PATIENT.toNanos();
     Lanes.Lane lane = coalescer.enter(id, new Told(deadline, false));
@@ -343,7 +352,7 @@ class CoalescerLaneWedgeTest {
     private final boolean throwsError;
 
     Told(long deadline, boolean throwsError) {
-      super(1, StoreBackedRateLimiter.STORE_CLOCK, deadline);
+      super(1, Backend.STORE_CLOCK, deadline);
       this.throwsError = throwsError;
     }
 

@@ -9,7 +9,7 @@ import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
 import dev.sluice.internal.StoredId;
-import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreRateLimiter;
 import dev.sluice.spi.StoredRecord;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -50,7 +50,7 @@ class VersionedStoreContentionTest {
    */
   @Test
   void coalescedThreadsOnOneKeyWithInjectedConflictsNeverOverAdmit() throws Exception {
-    hammerWithConflicts(StoreBackedRateLimiter.MAX_BATCH);
+    hammerWithConflicts(StoreRateLimiter.MAX_BATCH);
   }
 
   /** 16 threads x 60 acquires of one key against injected conflicts; asserts exactness, returns the CONTENTION count. */

@@ -1,26 +1,19 @@
 package dev.sluice.jdbc;
 
 import dev.sluice.Policy;
-import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
-import dev.sluice.Ticket;
-import dev.sluice.internal.AlgorithmKind;
+import dev.sluice.Ticker;
 import dev.sluice.internal.Checks;
 import dev.sluice.jdbc.PostgresCall.Op;
 import dev.sluice.jdbc.internal.DeadlineTask;
-import dev.sluice.jdbc.internal.SqlFailure;
 import dev.sluice.model.ReferenceModel;
-import dev.sluice.spi.StepResult;
-import dev.sluice.spi.StoreBackedRateLimiter;
-import dev.sluice.spi.StoreNotReachedException;
+import dev.sluice.spi.ForwardingStoreRateLimiter;
+import dev.sluice.spi.StoreRateLimiter;
 import dev.sluice.store.SweepResult;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.Arrays;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
-import java.util.function.Function;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 
@@ -30,7 +23,7 @@ import javax.sql.DataSource;
  * statement computes exactly the step of {@link ReferenceModel} (same state, same integer
  * arithmetic), on the row it locked, so two racing consumers of the last permit resolve to exactly
  * one winner; a refusal writes nothing. Concurrent acquires of one key in this process are coalesced
- * ({@link Builder#maxBatch}, default {@value StoreBackedRateLimiter#MAX_BATCH}, 1 turns it off): one
+ * ({@link Builder#maxBatch}, default {@value StoreRateLimiter#MAX_BATCH}, 1 turns it off): one
  * statement ({@code PostgresSql.batch}) decides a batch in arrival order, each request exactly as the
  * model decides it after the ones before it; in tenant mode a batch holds one tenant's requests and
  * runs under that tenant.
@@ -57,12 +50,15 @@ import javax.sql.DataSource;
  *
  * <p>The exact sliding log is refused: its state grows with the limit and does not fit a row.
  *
- * <p>Validation, the clock, deadlines, the failure mode, tickets and listener events are the core
- * pipeline's ({@link StoreBackedRateLimiter}), the same as Redis's; this class runs the statement.
+ * <p>Validation, the clock, deadlines, the failure mode, tickets and listener events are the core's
+ * one pipeline ({@link StoreRateLimiter}), the same as Redis's, around this module's backend (the
+ * statements); this class adds the table's administration: schema, sweep, per-account overrides.
  */
-public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implements AutoCloseable {
+public final class JdbcRateLimiter extends ForwardingStoreRateLimiter {
   /** The default deadline of one call, in milliseconds. */
   public static final long DEFAULT_TIMEOUT_MILLIS = 500;
+  /** The default and largest {@code maxBatch}: {@link StoreRateLimiter#MAX_BATCH}. */
+  public static final int MAX_BATCH = StoreRateLimiter.MAX_BATCH;
   /** The default table name. */
   public static final String DEFAULT_TABLE = "sluice_rate_limit";
   /** The schema version of {@code schema.sql}, also written in the table's comment. */
@@ -72,22 +68,21 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
 
   private final DataSource dataSource;
   private final String table;
-  private final Supplier<String> tenant;
-  private final Executor executor;
-  private final ExecutorService ownExecutor;
+  private final boolean tenantMode;
+  private final long timeoutNanos;
   private final PostgresStatements statements;
   private final PostgresSweep sweeper;
+  final PostgresBackend backend; // package-private for tests: its steps
 
-  private JdbcRateLimiter(Builder b, Policy policy, boolean supplied, Duration timeout) {
-    super(b, policy);
+  private JdbcRateLimiter(Builder b, Policy policy, Ticker ticker, Duration timeout, PostgresBackend backend) {
+    super(b.pipelineOf(backend));
+    this.backend = backend;
     this.dataSource = b.dataSource;
     this.table = b.table;
-    this.tenant = b.tenant;
-    this.ownExecutor = b.executor == null ? DeadlineTask.workers("sluice-jdbc") : null;
-    this.executor = b.executor != null ? b.executor : ownExecutor;
-    PostgresSql sql = new PostgresSql(table, supplied, b.relaxedDurability, tenant != null);
-    this.statements = new PostgresStatements(dataSource, timeout, sql, policy, tenant != null);
-    this.sweeper = new PostgresSweep(statements, sql, suppliedTicker());
+    this.tenantMode = b.tenant != null;
+    this.timeoutNanos = timeout.toNanos();
+    this.statements = backend.statements;
+    this.sweeper = new PostgresSweep(statements, backend.sql, ticker);
   }
 
   /** A builder for a limiter whose default policy is {@code policy}, over {@code dataSource}. */
@@ -100,167 +95,13 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     return table;
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // The step: one statement on the executor, answered by the deadline.
-  // ---------------------------------------------------------------------------------------------
-
-  /** The policy itself, once its algorithm is known to fit a row ({@link #fitsRow}). */
-  @Override protected Policy compile(Policy p) {
-    return fitsRow(p);
-  }
-
-  /** {@code policy} when a row can hold its state: every algorithm but the sliding log, refused with the core's one message. */
-  static Policy fitsRow(Policy policy) {
-    return AlgorithmKind.requireFixedSize(policy, "PostgreSQL");
-  }
-
-  /** The statement runs on the executor (so the deadline holds even for a sync call); this thread waits at most until the deadline. */
-  @Override protected StepResult step(Policy p, Step step, String key, long permits, Ticket ticket, long now, long deadline)
-      throws Exception {
-    return submit(call(p, step, key, permits, now, deadline), ticket).await();
-  }
-
-  /** The statement on the executor, holding no caller thread. */
-  @Override protected CompletableFuture<StepResult> stepAsync(Policy p, Step step, String key, long permits, Ticket ticket,
-                                                              long now, long deadline) {
-    PostgresCall call = call(p, step, key, permits, now, deadline); // the tenant is read here, on the caller's thread
-    try {
-      return submit(call, ticket);
-    } catch (StoreNotReachedException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-  }
-
-  /** A coalesced batch: one statement ({@code PostgresSql.batch}) on the executor, waited for until the deadline. */
-  @Override protected StepResult[] stepBatch(Policy p, String tenantId, String key, long[] permits, long now, long deadline)
-      throws Exception {
-    return submitBatch(batchCall(p, tenantId, key, permits, now, deadline)).await();
-  }
-
-  @Override protected CompletableFuture<StepResult[]> stepBatchAsync(Policy p, String tenantId, String key, long[] permits,
-                                                                     long now, long deadline) {
-    PostgresCall call = batchCall(p, tenantId, key, permits, now, deadline);
-    try {
-      return submitBatch(call);
-    } catch (StoreNotReachedException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-  }
-
-  /**
-   * The statements run on the executor and hold no caller's thread: the pipeline sends a coalesced
-   * batch (sync and async requests alike) from the thread that finished the call before it, and
-   * async acquires for one key coalesce, in issue order.
-   */
-  @Override protected boolean stepsAsync() {
-    return true;
-  }
-
-  /**
-   * The tenant ('' outside tenant mode), read on the caller's thread: a batch holds one tenant's
-   * requests and its statement runs under that tenant ({@link #stepBatch}'s scope), whichever thread
-   * sends it. A supplier that throws or gives an invalid tenant keeps the request out of coalescing,
-   * and its own statement meets the same error, as without coalescing.
-   */
-  @Override protected String batchScope(Policy p) {
-    return currentTenant();
-  }
-
-  private PostgresCall batchCall(Policy p, String tenantId, String key, long[] permits, long now, long deadline) {
-    long least = Long.MAX_VALUE;
-    for (long n : permits) {
-      least = Math.min(least, n);
-    }
-    PostgresCall c = call(p, Step.ACQUIRE, tenantId, key, least, now, deadline);
-    c.batch = permits;
-    return c;
-  }
-
-  @Override protected void delete(Policy p, String key, long deadline) throws Exception {
-    PostgresCall call = new PostgresCall(Op.RESET, p, key, 1, PostgresRow.code(p.algorithm()), currentTenant(), deadline);
-    call.now = suppliedTicker() != null ? Math.max(1, clock()) : 0;
-    DeadlineTask.submit(executor, deadline, () -> {
-      statements.reset(call);
-      return null;
-    }).await();
-  }
-
-  /** The one SQLSTATE-to-reason map, shared with the versioned store ({@link SqlFailure}). */
-  @Override protected Reason classify(Throwable e) {
-    return e instanceof SQLException ? SqlFailure.reason(e) : super.classify(e);
-  }
-
-  private DeadlineTask<StepResult> submit(PostgresCall call, Ticket ticket) {
-    return submit(call, () -> switch (call.op) {
-      case ACQUIRE -> statements.acquire(call);
-      case PEEK -> statements.peek(call);
-      case REFUND, OVERRUN -> StepResult.decided(false, 0, 0, 0, 0, statements.refund(call, ticket));
-      default -> throw new IllegalStateException("not a decision: " + call.op);
-    }, corrupt -> corrupt);
-  }
-
-  private DeadlineTask<StepResult[]> submitBatch(PostgresCall call) {
-    return submit(call, () -> call.batch.length == 1 ? new StepResult[] {statements.acquire(call)} : statements.batch(call),
-        corrupt -> {
-          StepResult[] rs = new StepResult[call.batch.length];
-          Arrays.fill(rs, corrupt);
-          return rs;
-        });
-  }
-
-  /** The JDBC work of one call. */
-  private interface Work<T> {
-    T run() throws SQLException;
-  }
-
-  /**
-   * Runs {@code work} on the executor by the call's deadline ({@link DeadlineTask}: a call whose
-   * caller was already answered never runs); a malformed row is corrupt state ({@code corrupt} makes
-   * the call's result of it), nothing written.
-   */
-  private <T> DeadlineTask<T> submit(PostgresCall call, Work<T> work, Function<StepResult, T> corrupt) {
-    return DeadlineTask.submit(executor, call.deadline, call.connectionWait::abandon, () -> {
-      try {
-        return work.run();
-      } catch (StoreFailure f) {
-        if (f.reason == Reason.CORRUPT_STATE) {
-          return corrupt.apply(StepResult.corrupt("the row of the key is not a state Sluice wrote"));
-        }
-        throw f.getCause() instanceof Exception cause ? cause : f;
-      }
-    });
-  }
-
-  /** A call of {@code step} with the current tenant (read on the caller's thread). */
-  private PostgresCall call(Policy p, Step step, String key, long permits, long now, long deadline) {
-    return call(p, step, currentTenant(), key, permits, now, deadline);
-  }
-
-  /** A call of {@code step} under {@code tenantId} ('' outside tenant mode). */
-  private PostgresCall call(Policy p, Step step, String tenantId, String key, long permits, long now, long deadline) {
-    Op op = switch (step) {
-      case ACQUIRE -> Op.ACQUIRE;
-      case PEEK -> Op.PEEK;
-      case REFUND -> Op.REFUND;
-      case OVERRUN -> Op.OVERRUN;
-    };
-    PostgresCall c = new PostgresCall(op, p, key, permits, PostgresRow.code(p.algorithm()), tenantId, deadline);
-    c.now = now;
-    return c;
-  }
-
-  /** The current tenant, read from the supplier on this thread and validated; '' outside tenant mode. */
-  private String currentTenant() {
-    return tenant == null ? "" : Checks.tenant(tenant.get());
-  }
-
   /** A validated administrative call of {@code op} on {@code key}, at the ticker's time (at least 1) or the server's. */
   private PostgresCall adminCall(Op op, String key, Policy policy) {
     Checks.notNull("policy", policy);
     Checks.key(key);
-    PostgresCall call = new PostgresCall(op, policy, key, 1, PostgresRow.code(policy.algorithm()), currentTenant(),
-        System.nanoTime() + timeoutNanos());
-    call.now = suppliedTicker() != null ? Math.max(1, suppliedTicker().nowMicros()) : 0;
+    PostgresCall call = new PostgresCall(op, policy, key, 1, PostgresRow.code(policy.algorithm()), backend.currentTenant(),
+        System.nanoTime() + timeoutNanos);
+    call.now = backend.now();
     return call;
   }
 
@@ -300,7 +141,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
    * create tables.
    */
   public void applySchema() throws SQLException {
-    PostgresSchema.apply(dataSource, table, tenant != null);
+    PostgresSchema.apply(dataSource, table, tenantMode);
   }
 
   /**
@@ -340,14 +181,12 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     if (batchSize < 1) {
       throw new IllegalArgumentException("batchSize " + batchSize + " is not positive; it must be at least 1");
     }
-    return sweeper.sweep(batchSize, currentTenant(), betweenReadAndDelete);
+    return sweeper.sweep(batchSize, backend.currentTenant(), betweenReadAndDelete);
   }
 
   /** Stops the limiter's own executor (a supplied executor and the DataSource are the caller's). */
   @Override public void close() {
-    if (ownExecutor != null) {
-      ownExecutor.shutdown();
-    }
+    super.close();
   }
 
   /**
@@ -356,7 +195,7 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
    * together; {@code failureMode}; {@code ticker}, default the database's {@code clock_timestamp()};
    * {@code listener}; {@code issuer}) and PostgreSQL's own. Every setting is validated when set.
    */
-  public static final class Builder extends StoreBackedRateLimiter.Builder<Builder> {
+  public static final class Builder extends StoreRateLimiter.Settings<Builder> {
     private final DataSource dataSource;
     private String table = DEFAULT_TABLE;
     private Supplier<String> tenant;
@@ -366,16 +205,11 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     private Builder(Policy policy, DataSource dataSource) {
       super(policy, Duration.ofMillis(DEFAULT_TIMEOUT_MILLIS));
       this.dataSource = Checks.notNull("dataSource", dataSource);
-      fitsRow(policy);
+      PostgresBackend.CAPABILITIES.require(policy);
     }
 
     @Override protected Builder self() {
       return this;
-    }
-
-    /** PostgreSQL decides coalesced batches in one statement ({@code PostgresSql.batch}). */
-    @Override protected boolean batches() {
-      return true;
     }
 
     /** The table (default {@value JdbcRateLimiter#DEFAULT_TABLE}); a plain identifier, optionally schema-qualified. */
@@ -420,7 +254,21 @@ public final class JdbcRateLimiter extends StoreBackedRateLimiter<Policy> implem
     }
 
     public JdbcRateLimiter build() {
-      return new JdbcRateLimiter(this, policy, suppliedTicker() != null, timeout());
+      Ticker ticker = suppliedTicker();
+      Duration timeout = timeout();
+      boolean tenantMode = tenant != null;
+      ExecutorService ownExecutor = executor == null ? DeadlineTask.workers("sluice-jdbc") : null;
+      PostgresSql sql = new PostgresSql(table, ticker != null, relaxedDurability, tenantMode);
+      PostgresStatements statements = new PostgresStatements(dataSource, timeout, sql, policy, tenantMode);
+      String description = "JdbcRateLimiter[policy=" + policy.name() + ", table=" + table + ", timeout=" + timeout
+          + ", clock=" + (ticker == null ? "database" : "supplied") + (tenantMode ? ", tenant mode" : "") + "]";
+      PostgresBackend backend = new PostgresBackend(statements, sql, tenant, executor != null ? executor : ownExecutor,
+          ownExecutor, ticker, description);
+      return new JdbcRateLimiter(this, policy, ticker, timeout, backend);
+    }
+
+    StoreRateLimiter pipelineOf(PostgresBackend backend) {
+      return pipeline(backend);
     }
   }
 }

@@ -56,7 +56,7 @@ final class PostgresRow {
 
   private PostgresRow() {}
 
-  /** The row's code of an algorithm; the exact sliding log has none ({@link JdbcRateLimiter#fitsRow} refuses it first). */
+  /** The row's code of an algorithm; the exact sliding log has none (the backend's capabilities refuse it first). */
   static int code(Algorithm a) {
     if (a instanceof Algorithm.FixedWindow) {
       return ALG_FIXED;

@@ -1,7 +1,6 @@
 package dev.sluice.jdbc;
 
 import static dev.sluice.jdbc.PostgresRow.ALG_FIXED;
-import static dev.sluice.jdbc.PostgresRow.ALG_SLIDING;
 
 import dev.sluice.Algorithm;
 import dev.sluice.Policy;
@@ -27,7 +26,7 @@ import javax.sql.DataSource;
  * named parameters, runs it and turns its result into a {@link StepResult} with the reference model.
  * A store failure is thrown as {@link SQLException}, a malformed row as {@link StoreFailure} with
  * {@link Reason#CORRUPT_STATE}; the deadline, the failure mode and the listener are the core
- * pipeline's ({@link dev.sluice.spi.StoreBackedRateLimiter}).
+ * pipeline's ({@link dev.sluice.spi.StoreRateLimiter}, around {@link PostgresBackend}).
  */
 final class PostgresStatements {
   /** Runs the driver's network-timeout callback in place. */
@@ -89,10 +88,8 @@ final class PostgresStatements {
         if (w != null) {
           // Allowed and written: the decision fields are those of a peek of the new state at the same instant.
           Policy eff = w.pinned() ? PostgresRow.pinnedPolicy(p, alg, w.p1(), w.p2(), w.p3()) : p;
-          long[] st = {w.s0(), w.s1(), w.s2()};
-          ReferenceModel.peek(eff.algorithm(), st, row.now(), out);
-          long stamp = alg == ALG_FIXED || alg == ALG_SLIDING ? st[0] : row.now(); // the buckets: the acquire's instant
-          return decided(StepResult.decided(true, out.remaining(), out.resetAt(), 0, stamp, true), eff, call.policy);
+          ReferenceModel.written(eff.algorithm(), new long[] {w.s0(), w.s1(), w.s2()}, row.now(), out);
+          return modelResult(out, eff, call.policy);
         }
         // Nothing written: a refusal, a malformed row, or a row pinned to another algorithm.
         PostgresSql.Snapshot snap = wellFormed(row.cur());
@@ -107,11 +104,8 @@ final class PostgresStatements {
           }
         }
         ReferenceModel.acquire(eff.algorithm(), state(snap, eff), row.now(), call.permits, out);
-        if (out.corrupt() || out.invalidClock()) {
-          return ModelSteps.of(out);
-        }
-        if (!out.allowed()) {
-          return decided(StepResult.decided(false, out.remaining(), out.resetAt(), out.retryAfter(), 0, false), eff, call.policy);
+        if (out.corrupt() || out.invalidClock() || !out.allowed()) {
+          return modelResult(out, eff, call.policy);
         }
         // The statement's snapshot predates a concurrent write that took the last permits: the
         // refusal is right, its fields are stale. Ask again (rare; bounded by count and deadline).
@@ -198,7 +192,7 @@ final class PostgresStatements {
           Arrays.fill(rs, StepResult.corrupt("the batch statement and the reference model disagree at request " + i));
           return rs;
         }
-        rs[i] = out.corrupt() || out.invalidClock() ? ModelSteps.of(out) : decided(ModelSteps.of(out), eff, p);
+        rs[i] = modelResult(out, eff, p);
       }
       return rs;
     }
@@ -218,8 +212,16 @@ final class PostgresStatements {
     Policy eff = snap != null && snap.pinned() ? PostgresRow.pinnedPolicy(p, snap.alg(), snap.p1(), snap.p2(), snap.p3()) : p;
     Outcome out = new Outcome();
     ReferenceModel.peek(eff.algorithm(), state(snap, eff), row.now(), out);
-    return out.corrupt() || out.invalidClock() ? ModelSteps.of(out)
-        : decided(StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), 0, false), eff, p);
+    return modelResult(out, eff, p);
+  }
+
+  /**
+   * The model's outcome as the step's result ({@link ModelSteps#of}, the one mapping), marked as
+   * decided under the key's pinned override when it decided one.
+   */
+  private static StepResult modelResult(Outcome out, Policy eff, Policy asked) {
+    StepResult r = ModelSteps.of(out);
+    return r.failure() != null ? r : decided(r, eff, asked);
   }
 
   /** {@code r}, marked as decided under the key's pinned override when that is not the call's policy. */

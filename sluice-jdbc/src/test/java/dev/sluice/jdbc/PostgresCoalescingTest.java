@@ -12,7 +12,7 @@ import dev.sluice.Ticker;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import dev.sluice.spi.StepResult;
-import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.Backend;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
@@ -170,7 +170,7 @@ class PostgresCoalescingTest {
         }
         long now = ticker.nowMicros();
         long before = counted.statements.get();
-        StepResult[] got = l.stepBatch(p, "", "k", permits, now, System.nanoTime() + Duration.ofSeconds(20).toNanos());
+        StepResult[] got = l.backend.stepBatch(p, "", "k", permits, now, System.nanoTime() + Duration.ofSeconds(20).toNanos());
         assertThat(counted.statements.get() - before).as("statements for batch %d", b).isEqualTo(1);
         for (int i = 0; i < permits.length; i++) {
           ReferenceModel.acquire(p.algorithm(), st, now, permits[i], out);
@@ -189,7 +189,7 @@ class PostgresCoalescingTest {
     Policy pin = Policy.tokenBucket(p.name(), 3, 1, Duration.ofMinutes(10));
     try (JdbcRateLimiter l = builder(p, db.ds()).build()) {
       l.override("acct", pin);
-      StepResult[] rs = l.stepBatch(p, "", "acct", new long[] {1, 1, 1, 1, 1}, StoreBackedRateLimiter.STORE_CLOCK,
+      StepResult[] rs = l.backend.stepBatch(p, "", "acct", new long[] {1, 1, 1, 1, 1}, Backend.STORE_CLOCK,
           System.nanoTime() + Duration.ofSeconds(20).toNanos());
       assertThat(rs).extracting(StepResult::allowed).containsExactly(true, true, true, false, false);
       assertThat(rs).allSatisfy(r -> assertThat(r.decidedBy()).isEqualTo(pin));
@@ -205,7 +205,7 @@ class PostgresCoalescingTest {
         s.executeUpdate("UPDATE " + db.table() + " SET s1 = -5 WHERE key_id = '" + dev.sluice.internal.StoredId.key(p.name(), "bad")
             + "'");
       }
-      StepResult[] rs = l.stepBatch(p, "", "bad", new long[] {1, 2, 1}, StoreBackedRateLimiter.STORE_CLOCK,
+      StepResult[] rs = l.backend.stepBatch(p, "", "bad", new long[] {1, 2, 1}, Backend.STORE_CLOCK,
           System.nanoTime() + Duration.ofSeconds(20).toNanos());
       assertThat(rs).allSatisfy(r -> assertThat(r.failure()).isEqualTo(Reason.CORRUPT_STATE));
       try (Connection c = db.ds().getConnection(); Statement s = c.createStatement();

@@ -26,7 +26,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import dev.sluice.spi.StepResult;
-import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.Backend;
 import dev.sluice.spi.StoreNotReachedException;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
@@ -187,13 +187,13 @@ class PostgresDeadlineUnderLoadTest {
     try (JdbcRateLimiter limiter = JdbcRateLimiter.builder(policy, new PostgresUnpooledDataSource("jdbc:postgresql://127.0.0.1:1/none"))
         .timeout(Duration.ofMillis(50)).asyncExecutor(queued::add).build()) {
       // The executor holds the statement; a worker takes it only after its deadline has passed.
-      CompletableFuture<StepResult> f = limiter.stepAsync(policy, StoreBackedRateLimiter.Step.ACQUIRE, "k", 1, null, 0, System.nanoTime() - 1);
+      CompletableFuture<StepResult> f = limiter.backend.stepAsync(policy, Backend.Step.ACQUIRE, "k", 1, null, 0, System.nanoTime() - 1);
       assertThat(f).isNotDone();
       queued.forEach(Runnable::run);
       Throwable e = f.handle((r, t) -> t).join();
       Throwable cause = e.getCause() != null ? e.getCause() : e;
       assertThat(cause).isInstanceOf(StoreNotReachedException.class);
-      assertThat(limiter.classify(cause)).isEqualTo(Reason.TIMEOUT);
+      assertThat(limiter.backend.classify(cause)).isEqualTo(Reason.TIMEOUT);
     }
   }
 

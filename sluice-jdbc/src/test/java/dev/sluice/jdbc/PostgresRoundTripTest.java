@@ -48,7 +48,7 @@ class PostgresRoundTripTest {
     long[] trips = roundTripsInBothModes(p, l -> {
       long admitted = 0;
       for (int b = 0; b < 4; b++) { // a new row, then the row locked twice, then every request refused unlocked
-        for (dev.sluice.spi.StepResult r : l.stepBatch(p, l.batchScope(p), "user:1", new long[] {3, 1, 4, 1, 5}, 0,
+        for (dev.sluice.spi.StepResult r : l.backend.stepBatch(p, l.backend.batchScope(p), "user:1", new long[] {3, 1, 4, 1, 5}, 0,
             System.nanoTime() + Duration.ofSeconds(5).toNanos())) {
           admitted += r.allowed() ? 1 : 0;
         }

@@ -1,5 +1,6 @@
 package dev.sluice.redis;
 
+import dev.sluice.redis.internal.RedisScript;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisChannelHandler;

@@ -5,35 +5,18 @@ import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
-import dev.sluice.internal.ClockLag;
-import dev.sluice.internal.ModelSteps;
-import dev.sluice.internal.StoredId;
-import dev.sluice.spi.StepResult;
-import dev.sluice.spi.StoreBackedRateLimiter;
-import dev.sluice.spi.StoreException;
-import dev.sluice.spi.StoreNotReachedException;
+import dev.sluice.redis.internal.RedisPlan;
+import dev.sluice.spi.ForwardingStoreRateLimiter;
+import dev.sluice.spi.StoreRateLimiter;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisCommandTimeoutException;
-import io.lettuce.core.RedisFuture;
-import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
-import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
-import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.codec.StringCodec;
 import java.time.Duration;
-import java.util.Arrays;
-import java.util.List;
-import java.util.function.Function;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 /**
@@ -69,13 +52,18 @@ import java.util.function.Supplier;
  *       string per key; the exact sliding log keeps a sorted set with one entry per admitted request in
  *       the window, and reads them all on each call, so it suits small limits.
  * </ul>
- * Validation, the clock, deadlines, the failure mode, tickets and listener events are
- * {@link StoreBackedRateLimiter}'s, as for every store-backed limiter; this class is the script call.
- * Thread-safe. Closing the limiter closes the connection it opened itself, never one it was given.
+ * Validation, the clock, deadlines, the failure mode, tickets and listener events are the core's one
+ * {@link StoreRateLimiter} pipeline, as for every store-backed limiter; the script call is this
+ * module's backend, and the Redis client is behind a {@link RedisTransport} (Lettuce's built in,
+ * another client's through {@link #builder(Policy, RedisTransport)}). Thread-safe. Closing the
+ * limiter closes the connection it opened itself, never one it was given.
  */
-public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> implements AutoCloseable {
+public final class RedisRateLimiter extends ForwardingStoreRateLimiter {
   /** Deadline of every Redis call unless {@link Builder#timeout(Duration)} says otherwise: 100 ms. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofMillis(100);
+
+  /** The default and largest {@code maxBatch}: {@link StoreRateLimiter#MAX_BATCH}. */
+  public static final int MAX_BATCH = StoreRateLimiter.MAX_BATCH;
 
   /**
    * Extra TTL when the limiter runs on a supplied {@link dev.sluice.Ticker} (default 1 s): keys outlive
@@ -86,28 +74,11 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
    */
   public static final Duration DEFAULT_SUPPLIED_CLOCK_GRACE = Duration.ofSeconds(1);
 
-  private static final String SERVER_CLOCK = "";
-  private static final StepResult LAGGING = StepResult.invalidClock("the supplied clock lags behind its own earlier readings "
-      + "by more than expiryGrace: a state this limiter wrote may have expired on Redis while the clock still counts it");
+  final RedisBackend backend; // package-private for tests: its transport
 
-  final RedisLink link; // package-private for tests: what it has sent and not had answered
-  private final String graceMillis;
-  /** The lag rule of a supplied clock; null with the server's. */
-  private final ClockLag lag;
-
-  private RedisRateLimiter(Builder b, RedisPlan plan, RedisLink link) {
-    super(b, plan);
-    this.link = link;
-    long grace = (b.expiryGrace != null ? b.expiryGrace : (b.supplied() ? DEFAULT_SUPPLIED_CLOCK_GRACE : Duration.ZERO)).toMillis();
-    if (b.supplied()) {
-      // A script runs at most the timeout after its reading was checked (a reply later than that is no
-      // answer): the key outlives its state by that too, so that the grace alone bounds the lag (ClockLag).
-      this.lag = new ClockLag(grace * 1_000);
-      grace += (timeoutNanos() + 999_999) / 1_000_000;
-    } else {
-      this.lag = null;
-    }
-    this.graceMillis = Long.toString(grace);
+  private RedisRateLimiter(RedisBackend backend, StoreRateLimiter limiter) {
+    super(limiter);
+    this.backend = backend;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -144,14 +115,25 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
   }
 
   /**
-   * Settings of a {@link RedisRateLimiter}: those of every store-backed limiter ({@code timeout},
+   * A limiter on another Redis client, through its adapter ({@link RedisTransport}): the same
+   * scripts, keys, clock and stored format as on Lettuce. The limiter never closes the transport.
+   */
+  public static Builder builder(Policy policy, RedisTransport transport) {
+    Builder b = new Builder(policy, null, null, null);
+    b.transport = Checks.notNull("transport", transport);
+    return b;
+  }
+
+  /**
+   * Settings of a {@link RedisRateLimiter}: those of every store-backed limiter ({@link StoreRateLimiter.Settings}: ({@code timeout},
    * default {@link #DEFAULT_TIMEOUT}; {@code failureMode}; {@code ticker}, default the Redis server's
    * {@code TIME}; {@code listener}) and {@link #expiryGrace}. Fails fast on bad values.
    */
-  public static final class Builder extends StoreBackedRateLimiter.Builder<Builder> {
+  public static final class Builder extends StoreRateLimiter.Settings<Builder> {
     private final Supplier<StatefulConnection<String, String>> connector;
     private final AbstractRedisClient client;
     private final StatefulConnection<String, String> borrowed;
+    private RedisTransport transport;
     private Duration expiryGrace;
 
     private Builder(Policy policy, Supplier<StatefulConnection<String, String>> connector, AbstractRedisClient client,
@@ -164,10 +146,6 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
 
     @Override protected Builder self() {
       return this;
-    }
-
-    @Override protected boolean batches() {
-      return true;
     }
 
     /**
@@ -207,267 +185,36 @@ public final class RedisRateLimiter extends StoreBackedRateLimiter<RedisPlan> im
      * not decisions are asking, so it decides on Redis as soon as Redis answers.
      */
     public RedisRateLimiter build() {
-      RedisPlan plan = RedisPlan.of(policy);
-      RedisLink link = borrowed != null ? new RedisLink.Borrowed(borrowed) : new RedisLink.Owned(connector, client);
-      return new RedisRateLimiter(this, plan, link);
+      RedisPlan.of(policy); // every valid policy compiles; before any connection is opened
+      boolean supplied = supplied();
+      Duration grace = expiryGrace != null ? expiryGrace : supplied ? DEFAULT_SUPPLIED_CLOCK_GRACE : Duration.ZERO;
+      boolean owned = transport == null;
+      RedisTransport t = !owned ? transport
+          : new LettuceTransport(borrowed != null ? new RedisLink.Borrowed(borrowed) : new RedisLink.Owned(connector, client));
+      String description = "RedisRateLimiter[policy=" + policy.name() + ", algorithm=" + policy.algorithm().id()
+          + ", timeout=" + timeout() + ", clock=" + (supplied ? "supplied" : "server") + "]";
+      RedisBackend backend = new RedisBackend(t, owned, grace, supplied, timeout().toNanos(), description);
+      return new RedisRateLimiter(backend, pipeline(backend));
     }
   }
 
   /**
    * Closes the connection this limiter opened, at any moment: a connection attempt still pending is
    * waited for (at most 2 s, never interrupted) and what it connected closed, so the client may be shut
-   * down as soon as this returns. A connection it was given stays open. Decisions then fail per the failure mode.
+   * down as soon as this returns. A connection or transport it was given stays open. Decisions then
+   * fail per the failure mode.
    */
   @Override public void close() {
-    link.close();
-  }
-
-  @Override public String toString() {
-    return "RedisRateLimiter[policy=" + policy().name() + ", algorithm=" + policy().algorithm().id()
-        + ", timeout=" + Duration.ofNanos(timeoutNanos()) + ", clock=" + (suppliedTicker() == null ? "server" : "supplied") + "]";
+    super.close();
   }
 
   /** The Redis key holding {@code key}'s state under {@code policy}: its name and the key, nothing else. */
   static String storedKey(Policy policy, String key) {
-    return "sluice:{" + StoredId.key(policy.name(), key) + "}";
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // The step: one EVALSHA
-  // ---------------------------------------------------------------------------------------------
-
-  @Override protected RedisPlan compile(Policy policy) {
-    return RedisPlan.of(policy);
-  }
-
-  @Override protected StepResult step(RedisPlan p, Step step, String key, long permits, Ticket ticket, long now, long deadline)
-      throws Exception {
-    if (lags(p, now, step != Step.PEEK)) {
-      return LAGGING;
-    }
-    return result(eval(p, keys(p, key, ticket), argv(p, step, permits, ticket, now), deadline));
-  }
-
-  /** The stored key, and for a ticket's step its spent key beside it (one hash tag: one Cluster slot). */
-  private static String[] keys(RedisPlan p, String key, Ticket ticket) {
-    String stored = storedKey(p.policy, key);
-    return ticket == null ? new String[] {stored} : new String[] {stored, spentKey(stored, ticket)};
+    return RedisPlan.storedKey(policy, key);
   }
 
   /** Where a ticket applied to the budget stored at {@code stored} is recorded as spent. */
   static String spentKey(String stored, Ticket ticket) {
-    return stored + ":t:" + ticket.id();
-  }
-
-  private String[] argv(RedisPlan p, Step step, long permits, Ticket ticket, long now) {
-    return ticket == null
-        ? p.argv(op(step), clockArg(now), permits, 0, graceMillis, 0)
-        : p.argv(op(step), clockArg(now), permits, ticket.stamp(), graceMillis,
-            ModelSteps.ticketExpiresAt(ticket));
-  }
-
-  /** The EVALSHA (and its EVAL on NOSCRIPT) without holding a thread; cancelling the result cancels the command. */
-  @Override protected CompletableFuture<StepResult> stepAsync(RedisPlan p, Step step, String key, long permits, Ticket ticket,
-                                                              long now, long deadline) {
-    if (lags(p, now, step != Step.PEEK)) {
-      return CompletableFuture.completedFuture(LAGGING);
-    }
-    return mapped(evalAsync(p, keys(p, key, ticket), argv(p, step, permits, ticket, now)), RedisRateLimiter::result);
-  }
-
-  /** A coalesced batch: one EVALSHA of op 'b', deciding every request in order. */
-  @Override protected StepResult[] stepBatch(RedisPlan p, String scope, String key, long[] permits, long now, long deadline)
-      throws Exception {
-    if (lags(p, now, true)) {
-      return lagging(permits.length);
-    }
-    return results(eval(p, keys(p, key, null), p.batchArgv(clockArg(now), permits, graceMillis), deadline), permits.length);
-  }
-
-  @Override protected CompletableFuture<StepResult[]> stepBatchAsync(RedisPlan p, String scope, String key, long[] permits,
-                                                                     long now, long deadline) {
-    if (lags(p, now, true)) {
-      return CompletableFuture.completedFuture(lagging(permits.length));
-    }
-    return mapped(evalAsync(p, keys(p, key, null), p.batchArgv(clockArg(now), permits, graceMillis)), r -> results(r, permits.length));
-  }
-
-  /**
-   * Whether a supplied reading lags as {@link ClockLag} refuses: a state this limiter wrote may have
-   * expired on Redis's clock while this reading still counts it. Checked just before the call, on
-   * {@link System#nanoTime()} (the rate Redis's clock runs at), whatever clock the deadlines use.
-   */
-  private boolean lags(RedisPlan p, long now, boolean writes) {
-    return lag != null && !lag.admits(p.policy.algorithm(), now, System.nanoTime() / 1_000, writes);
-  }
-
-  private static StepResult[] lagging(int n) {
-    StepResult[] rs = new StepResult[n];
-    Arrays.fill(rs, LAGGING);
-    return rs;
-  }
-
-  @Override protected boolean stepsAsync() {
-    return true;
-  }
-
-  @Override protected boolean batches(RedisPlan p) {
-    return p.batches();
-  }
-
-  private List<Object> eval(RedisPlan p, String[] keys, String[] argv, long deadline) throws Exception {
-    RedisClusterAsyncCommands<String, String> c = commands();
-    try {
-      return await(link.sent(c, c.evalsha(p.script.sha, ScriptOutputType.MULTI, keys, argv)), deadline);
-    } catch (ExecutionException e) {
-      if (!(e.getCause() instanceof RedisNoScriptException)) {
-        throw e;
-      }
-    }
-    // The server lost its script cache (restart, SCRIPT FLUSH, a new cluster node): EVAL runs and caches it.
-    return await(link.sent(c, c.eval(p.script.body, ScriptOutputType.MULTI, keys, argv)), deadline);
-  }
-
-  private CompletableFuture<List<Object>> evalAsync(RedisPlan p, String[] keys, String[] argv) {
-    CompletableFuture<List<Object>> out = new CompletableFuture<>();
-    RedisClusterAsyncCommands<String, String> c;
-    try {
-      c = commands();
-    } catch (StoreNotReachedException e) {
-      out.completeExceptionally(e);
-      return out;
-    }
-    RedisFuture<List<Object>> first = link.sent(c, c.evalsha(p.script.sha, ScriptOutputType.MULTI, keys, argv));
-    first.whenComplete((reply, e) -> {
-      if (e != null && unwrap(e) instanceof RedisNoScriptException && !out.isDone()) {
-        RedisFuture<List<Object>> retry = link.sent(c, c.eval(p.script.body, ScriptOutputType.MULTI, keys, argv));
-        out.whenComplete((r, x) -> retry.cancel(false));
-        retry.whenComplete((r2, e2) -> settle(out, r2, e2));
-      } else {
-        settle(out, reply, e);
-      }
-    });
-    out.whenComplete((r, x) -> {
-      if (out.isCancelled()) {
-        first.cancel(false); // a command still queued in Lettuce is then never sent
-      }
-    });
-    return out;
-  }
-
-  @Override protected void delete(RedisPlan p, String key, long deadline) throws Exception {
-    await(commands().del(storedKey(p.policy, key)), deadline);
-  }
-
-  @Override protected Reason classify(Throwable e) {
-    return e instanceof RedisCommandTimeoutException ? Reason.TIMEOUT : super.classify(e);
-  }
-
-  private RedisClusterAsyncCommands<String, String> commands() {
-    RedisClusterAsyncCommands<String, String> c = link.commands();
-    if (c == null) {
-      throw new StoreNotReachedException("not connected to Redis");
-    }
-    return c;
-  }
-
-  private static String op(Step step) {
-    return switch (step) {
-      case ACQUIRE -> "a";
-      case PEEK -> "p";
-      case REFUND -> "r";
-      case OVERRUN -> "o";
-    };
-  }
-
-  /** The script's clock argument: '' for the server clock, else the supplied reading. */
-  private static String clockArg(long now) {
-    return now == STORE_CLOCK ? SERVER_CLOCK : Long.toString(now);
-  }
-
-  /** {@code reply} mapped by {@code f}; cancelling the result cancels the command too. */
-  private static <T> CompletableFuture<T> mapped(CompletableFuture<List<Object>> reply, Function<List<Object>, T> f) {
-    CompletableFuture<T> out = reply.thenApply(f);
-    out.whenComplete((r, x) -> {
-      if (out.isCancelled()) {
-        reply.cancel(false);
-      }
-    });
-    return out;
-  }
-
-  private static void settle(CompletableFuture<List<Object>> out, List<Object> reply, Throwable e) {
-    if (e != null) {
-      out.completeExceptionally(unwrap(e));
-    } else {
-      out.complete(reply);
-    }
-  }
-
-  private static <T> T await(RedisFuture<T> f, long deadline) throws Exception {
-    long left = deadline - System.nanoTime();
-    try {
-      if (left <= 0) {
-        throw new TimeoutException("Redis call deadline passed");
-      }
-      return f.get(left, TimeUnit.NANOSECONDS);
-    } catch (TimeoutException e) {
-      f.cancel(false);  // a command still queued in Lettuce is then never sent
-      throw e;
-    }
-  }
-
-  /** The script's reply {status, allowed, remaining, resetAt, retryAfter, stamp, wrote} as a step result. */
-  private static StepResult result(List<Object> r) {
-    if (r == null || r.size() != 7) {
-      throw new StoreException("unexpected script reply " + r);
-    }
-    return result(r, 0);
-  }
-
-  /** The seven fields from {@code at} of a reply whose length the caller checked (no view per request of a batch). */
-  private static StepResult result(List<Object> r, int at) {
-    long status = field(r, at);
-    if (status == 1) {
-      return StepResult.corrupt("the value is not a state Sluice wrote (wrong type or malformed)");
-    }
-    if (status == 2) {
-      return StepResult.invalidClock("clock reading outside (0, 2^52] microseconds");
-    }
-    return StepResult.decided(field(r, at + 1) == 1, field(r, at + 2), field(r, at + 3), field(r, at + 4), field(r, at + 5),
-        field(r, at + 6) == 1);
-  }
-
-  /** A batch's reply: seven fields per request, or one failure (corrupt state, bad clock) for all of them. */
-  private static StepResult[] results(List<Object> r, int n) {
-    StepResult[] rs = new StepResult[n];
-    if (r != null && r.size() == 7 && n > 1) {
-      Arrays.fill(rs, result(r)); // a failure; a real batch of n > 1 answers 7 * n fields
-      if (rs[0].failure() == null) {
-        throw new StoreException("unexpected script reply " + r + " to a batch of " + n);
-      }
-      return rs;
-    }
-    if (r == null || r.size() != 7 * n) {
-      throw new StoreException("unexpected script reply " + r + " to a batch of " + n);
-    }
-    for (int i = 0; i < n; i++) {
-      rs[i] = result(r, 7 * i);
-    }
-    return rs;
-  }
-
-  private static long field(List<Object> r, int i) {
-    if (!(r.get(i) instanceof Long v)) {
-      throw new StoreException("unexpected script reply " + r);
-    }
-    return v;
-  }
-
-  private static Throwable unwrap(Throwable e) {
-    while ((e instanceof ExecutionException || e instanceof CompletionException) && e.getCause() != null) {
-      e = e.getCause();
-    }
-    return e;
+    return RedisPlan.spentKey(stored, ticket);
   }
 }

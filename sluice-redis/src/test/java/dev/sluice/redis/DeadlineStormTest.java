@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
-import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreRateLimiter;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import java.nio.file.Files;
@@ -53,7 +53,7 @@ class DeadlineStormTest {
 
   /** With request coalescing (64 keys: most calls wait in a lane) and without (every call its own EVALSHA). */
   @ParameterizedTest(name = "maxBatch {0}")
-  @ValueSource(ints = {StoreBackedRateLimiter.MAX_BATCH, 1})
+  @ValueSource(ints = {StoreRateLimiter.MAX_BATCH, 1})
   void tenThousandTimeoutsCompleteOnTimeAndOffTheTimerThread(int maxBatch) throws Exception {
     try (RedisRateLimiter warm = RedisRateLimiter.builder(policy, client).timeout(Duration.ofSeconds(10)).build()) {
       assertThat(warm.tryAcquire("warm").allowed()).as("the script is cached on the server").isTrue();

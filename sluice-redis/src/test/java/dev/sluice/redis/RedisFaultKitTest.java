@@ -2,7 +2,7 @@ package dev.sluice.redis;
 
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
-import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreRateLimiter;
 import dev.sluice.tck.FaultContract;
 import dev.sluice.tck.FaultProxy;
 import io.lettuce.core.RedisClient;
@@ -77,7 +77,7 @@ class RedisFaultKitTest extends FaultContract {
 
       @Override public RateLimiter limiter(Setup s) {
         return throughProxy.apply(s.policy()).timeout(s.timeout()).failureMode(s.failureMode()).issuer(s.issuer())
-            .maxBatch(s.coalescing() ? StoreBackedRateLimiter.MAX_BATCH : 1).build();
+            .maxBatch(s.coalescing() ? StoreRateLimiter.MAX_BATCH : 1).build();
       }
 
       @Override public RateLimiter direct(Policy policy) {

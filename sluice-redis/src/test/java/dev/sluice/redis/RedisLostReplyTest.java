@@ -79,7 +79,7 @@ class RedisLostReplyTest {
     Decision retry = awaitStoreDecision(() -> limiter.tryAcquire("k", 2));
     assertThat(retry.allowed()).isTrue();
     assertThat(direct.peek("k").remaining()).isEqualTo(4);
-    assertThat(limiter.link.unanswered()).isZero();
+    assertThat(((LettuceTransport) limiter.backend.transport).link.unanswered()).isZero();
   }
 
   @Test

@@ -238,9 +238,25 @@ class RedisRateLimiterTest {
     Set<String> exports = d.exports().stream().map(ModuleDescriptor.Exports::source).collect(Collectors.toCollection(TreeSet::new));
     assertThat(exports).containsExactly("dev.sluice.redis");
     assertThat(d.requires().stream().map(ModuleDescriptor.Requires::name)).contains("dev.sluice.core", "lettuce.core");
-    // The implementation classes stay package-private.
-    for (Class<?> c : List.of(RedisScript.class, RedisPlan.class, RedisLink.class)) {
+    // The implementation classes stay package-private; the scripts' package (public for the
+    // benchmarks' script cost on the class path) is not exported. The public types are the limiter,
+    // its builder and the transport a Redis client's adapter implements.
+    for (Class<?> c : List.of(RedisBackend.class, LettuceTransport.class, RedisLink.class)) {
       assertThat(java.lang.reflect.Modifier.isPublic(c.getModifiers())).as(c.getName()).isFalse();
     }
+    Set<String> publicTypes = new TreeSet<>();
+    try (var files = Files.list(java.nio.file.Path.of(System.getenv().getOrDefault("SLUICE_MODULE_DIR", "."),
+        "target", "classes", "dev", "sluice", "redis"))) {
+      for (java.nio.file.Path f : (Iterable<java.nio.file.Path>) files::iterator) {
+        String n = f.getFileName().toString();
+        if (n.endsWith(".class")) {
+          Class<?> c = Class.forName("dev.sluice.redis." + n.substring(0, n.length() - 6));
+          if (java.lang.reflect.Modifier.isPublic(c.getModifiers())) {
+            publicTypes.add(c.getSimpleName());
+          }
+        }
+      }
+    }
+    assertThat(publicTypes).containsExactlyInAnyOrder("RedisRateLimiter", "Builder", "RedisTransport");
   }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Policy;
 import dev.sluice.Refund;
+import dev.sluice.redis.internal.RedisPlan;
 import dev.sluice.Settlement;
 import dev.sluice.Ticket;
 import dev.sluice.internal.ModelSteps;

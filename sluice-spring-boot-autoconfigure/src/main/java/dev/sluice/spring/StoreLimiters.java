@@ -4,7 +4,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.memory.MemoryRateLimiter;
-import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreRateLimiter;
 
 /**
  * How the configured store builds one policy's limiter: {@code memory}, {@code redis} or
@@ -34,7 +34,7 @@ public interface StoreLimiters extends AutoCloseable {
   }
 
   /** A shared store's builder with {@code sluice.timeout}, {@code sluice.failure-mode} and the listener applied. */
-  static <B extends StoreBackedRateLimiter.Builder<B>> B configure(B builder, Policy policy, RateLimitListener listener,
+  static <B extends StoreRateLimiter.Settings<B>> B configure(B builder, Policy policy, RateLimitListener listener,
       SluiceProperties props) {
     if (props.getTimeout() != null) {
       builder.timeout(props.getTimeout());

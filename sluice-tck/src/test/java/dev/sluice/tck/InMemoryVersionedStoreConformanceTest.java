@@ -8,7 +8,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
-import dev.sluice.spi.StoreBackedRateLimiter;
+import dev.sluice.spi.StoreRateLimiter;
 import dev.sluice.spi.StoreException;
 import dev.sluice.spi.StoredRecord;
 import dev.sluice.spi.VersionedStore;
@@ -30,7 +30,7 @@ class InMemoryVersionedStoreConformanceTest extends RateLimiterContract {
    */
   @Test
   void sixteenThreadsOnOneHotKeyShareReadsAndAdmitExactlyTheLimit() throws Exception {
-    for (int maxBatch : new int[] {StoreBackedRateLimiter.MAX_BATCH, 1}) {
+    for (int maxBatch : new int[] {StoreRateLimiter.MAX_BATCH, 1}) {
       Switchable slow = new Switchable(store);
       slow.readLatencyNanos = 200_000;
       Policy p = policy("fixed-window", 1_000);

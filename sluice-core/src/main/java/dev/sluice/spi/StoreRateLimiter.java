@@ -1,5 +1,7 @@
 package dev.sluice.spi;
 
+import static dev.sluice.spi.Backend.STORE_CLOCK;
+
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
@@ -12,27 +14,29 @@ import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.DeadlineTimer;
+import dev.sluice.internal.Pipelines;
 import dev.sluice.model.ReferenceModel;
+import dev.sluice.spi.Backend.Step;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeoutException;
 
 /**
  * The one decision pipeline of every store-backed limiter (Redis, PostgreSQL, the versioned-store
- * engine), in the spirit of Bucket4j's proxy managers: a backend supplies only its atomic
- * {@link #step} against its store (one EVALSHA, one statement, one compare-and-set loop) and
- * translates the reply into a {@link StepResult}; everything else is decided here, once:
+ * engine, a user's own store), in the spirit of Bucket4j's proxy managers: a {@link Backend}
+ * supplies only its atomic {@link Backend#step} against its store (one EVALSHA, one statement, one
+ * compare-and-set loop) and translates the reply into a {@link StepResult}; everything else is
+ * decided here, once:
  *
  * <ul>
  *   <li>validation of keys, policies and permits ({@link Checks}), with the backend's own
- *       {@link #compile} rule for what it can run; per-call override policies compiled once
+ *       {@link Backend#compile} rule and {@link Capabilities#require} for what it can run; per-call override policies compiled once
  *       (at most {@value #MAX_CACHED_PLANS} kept);
  *   <li>the clock: a supplied {@link Ticker} read once per call and refused outside 1..2^52 - 2^49 us as
- *       {@link Reason#INVALID_CLOCK}, or {@link #STORE_CLOCK} for a store that reads its own;
+ *       {@link Reason#INVALID_CLOCK}, or {@link Backend#STORE_CLOCK} for a store that reads its own;
  *   <li>the deadline of every call ({@code timeout}), also on the asynchronous path, where a timer
  *       wheel ({@link DeadlineTimer}) completes the decision, off the timer's thread, and cancels the
  *       store call;
@@ -46,12 +50,12 @@ import java.util.concurrent.TimeoutException;
  *       wrote nothing) is {@link Refund#FAILED} and one whose outcome is unknown (a timeout after
  *       sending) is {@link Refund#UNKNOWN}, and either may be retried: the retry is the one
  *       application or no effect; a ticket past its life ({@link ReferenceModel#ticketExpiresAt})
- *       has no effect; a settlement (a refund of the unused part, or an {@link Step#OVERRUN})
+ *       has no effect; a settlement (a refund of the unused part, or an {@link Backend.Step#OVERRUN})
  *       follows the same rules;
  *   <li>listener events: one decision event per acquire (a peek charges nothing and is no decision,
  *       as on the memory tier), one store-call event per step, one refund event per refund;
- *   <li>request coalescing, for a backend that can decide a batch ({@link #stepBatch}): acquires
- *       for one budget (within one {@link #batchScope scope}, if the backend has one) that arrive
+ *   <li>request coalescing, for a backend that can decide a batch ({@link Backend#stepBatch}): acquires
+ *       for one budget (within one {@link Backend#batchScope scope}, if the backend has one) that arrive
  *       while a store call for it is in flight wait for it, then go together in one store call
  *       that decides them in arrival order at one instant, each exactly as the reference model
  *       decides that sequence; at most {@code maxBatch} per call, and no request waits past its
@@ -62,203 +66,132 @@ import java.util.concurrent.TimeoutException;
  * A budget is its policy's name and the key: a backend keys its state by those two alone, so a
  * per-call override with the same name and other numbers applies them to the existing state.
  *
- * <p>This file is over 500 lines because it is the SPI a backend implements (each protected method
- * with its contract) and its public nested {@link Builder}; coalescing and the asynchronous decision
- * are in the package-private {@code Coalescer} and {@code AsyncDecision}.
+ * <p>Final, and generic in nothing: every store-backed limiter is this class around a backend, so
+ * its public surface is {@link RateLimiter}'s, {@link #close()} (which closes the backend) and
+ * {@code toString}. {@link #builder} builds one around any {@link Backend}; Sluice's own stores
+ * ({@code RedisRateLimiter}, {@code JdbcRateLimiter}, {@code VersionedStoreRateLimiter}) build one
+ * through their builders, which extend {@link Settings}.
  *
- * @param <P> what the backend compiles a policy into (a script and its arguments, a statement)
+ * <p>This file is over 500 lines because it is the pipeline and its two public nested builders;
+ * coalescing and the asynchronous decision are in the package-private {@code Coalescer} and
+ * {@code AsyncDecision}.
  */
-public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
-  /** The {@code now} a step gets when the store reads its own clock. */
-  public static final long STORE_CLOCK = 0;
+public final class StoreRateLimiter implements RateLimiter, AutoCloseable {
   /** Most per-call override policies kept compiled; past it an override is compiled per call. */
   public static final int MAX_CACHED_PLANS = 256;
   /** The default and largest number of acquires one coalesced store call decides. */
   public static final int MAX_BATCH = 64;
 
-  private static final System.Logger LOG = System.getLogger(StoreBackedRateLimiter.class.getName());
+  /** Deadline of every call unless the builder says otherwise (a backend's builder may say its own). */
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofMillis(500);
 
-  /** What a step is asked to do. */
-  public enum Step {
-    /** Spend the permits if they fit. */
-    ACQUIRE,
-    /** Answer whether one permit fits, writing nothing. */
-    PEEK,
-    /** Give a ticket's permits back to the window or bucket of its stamp. */
-    REFUND,
-    /**
-     * Charge a settlement's overrun ({@link dev.sluice.model.ReferenceModel#settle} with a positive
-     * difference): {@code permits} is the actual cost minus the reservation, at least 1, and
-     * {@code stamp} the ticket's. A settlement below the reservation is a {@link #REFUND} of the
-     * difference. Either way one round trip, as an acquire.
-     */
-    OVERRUN
+  private static final System.Logger LOG = System.getLogger(StoreRateLimiter.class.getName());
+
+  static {
+    Pipelines.grant(new Pipelines.Access() {
+      @Override public Decision acquireAt(StoreRateLimiter l, String key, long permits, Policy p, long now) {
+        return l.acquireAt(key, permits, p, now);
+      }
+
+      @Override public Decision peekAt(StoreRateLimiter l, String key, Policy p, long now) {
+        return l.peekAtTime(key, p, now);
+      }
+
+      @Override public Refund refundAt(StoreRateLimiter l, Ticket ticket, long now) {
+        return l.refundAtTime(ticket, now);
+      }
+
+      @Override public Settlement settleAt(StoreRateLimiter l, Ticket ticket, long actualPermits, long now) {
+        return l.settleAtTime(ticket, actualPermits, now);
+      }
+    });
   }
 
   private final Policy policy;
-  private final P defaultPlan;
-  private final ConcurrentHashMap<Policy, P> plans = new ConcurrentHashMap<>();
+  private final Backend<Object> backend;
+  private final Capabilities capabilities;
+  private final boolean asyncSteps;
+  private final boolean reportsOwnStoreCalls;
+  private final Object defaultPlan;
+  private final boolean defaultBatches;
+  private final ConcurrentHashMap<Policy, Object> plans = new ConcurrentHashMap<>();
   private final FailureMode failureMode;
   private final Ticker ticker;
   private final RateLimitListener listener;
   private final long timeoutNanos;
   private final Ticket.Issuer issuer;
-  private final Coalescer<P> coalescer; // null: coalescing off
+  private final Coalescer<Object> coalescer; // null: coalescing off
 
-  /** {@code defaultPlan} is {@link #compile compiled} from the builder's policy by the backend's builder. */
-  protected StoreBackedRateLimiter(Builder<?> b, P defaultPlan) {
+  @SuppressWarnings("unchecked")
+  private StoreRateLimiter(Settings<?> b, Backend<?> backend) {
     this.policy = b.policy;
-    this.defaultPlan = defaultPlan;
+    this.backend = (Backend<Object>) Checks.notNull("backend", backend);
+    this.capabilities = Checks.notNull("capabilities", backend.capabilities());
+    this.asyncSteps = capabilities.asyncSteps();
+    this.reportsOwnStoreCalls = capabilities.reportsOwnStoreCalls();
+    this.defaultPlan = this.backend.compile(capabilities.require(policy));
+    this.defaultBatches = capabilities.batches(policy.algorithm());
     this.failureMode = b.failureMode;
     this.ticker = b.ticker;
-    this.listener = RateLimitListener.guarded(b.listener, b.includeKeys);
+    this.listener = b.listener();
     this.timeoutNanos = b.timeout.toNanos();
     this.issuer = b.issuer != null ? b.issuer : new Ticket.Issuer();
-    this.coalescer = b.maxBatch > 1 && b.batches() ? new Coalescer<>(this, b.maxBatch) : null;
+    this.coalescer = b.maxBatch > 1 && capabilities.batchesAny() ? new Coalescer<>(this, b.maxBatch) : null;
+  }
+
+  /**
+   * A limiter whose default policy is {@code policy}, deciding against {@code backend} (default
+   * timeout {@link #DEFAULT_TIMEOUT}, failure mode closed, the store's own clock unless a ticker is
+   * supplied). Closing the limiter closes the backend.
+   */
+  public static Builder builder(Policy policy, Backend<?> backend) {
+    return new Builder(policy, Checks.notNull("backend", backend));
   }
 
   // ---------------------------------------------------------------------------------------------
-  // What a backend supplies
+  // What the coalescer and the asynchronous decision read
   // ---------------------------------------------------------------------------------------------
 
-  /** Compiles {@code policy} for this store; throws {@link IllegalArgumentException} naming the rule when the store cannot run it. */
-  protected abstract P compile(Policy policy);
-
-  /**
-   * One atomic step against the store, finished by {@code deadlineNanos} ({@link System#nanoTime()}).
-   * {@code now} is the supplied clock reading, or {@link #STORE_CLOCK}. {@code ticket} is the ticket a
-   * {@link Step#REFUND} or {@link Step#OVERRUN} spends (null for acquires and peeks): the step applies
-   * its {@code permits} under the ticket's {@link Ticket#stamp() stamp}, and <b>in the same atomic
-   * operation</b> records the ticket's {@link Ticket#id() id} as spent for this budget, kept at least
-   * until {@link dev.sluice.model.ReferenceModel#ticketExpiresAt} (swept with the state); a ticket
-   * already recorded, or past that instant at {@code now}, changes nothing ({@code wrote} false).
-   * So a step retried after an unknown outcome applies at most once. Throws for store trouble:
-   * {@link StoreNotReachedException} when nothing reached the store, any other exception when the
-   * outcome is unknown; an {@link IllegalArgumentException} is a programmer error and reaches the caller.
-   */
-  protected abstract StepResult step(P plan, Step step, String key, long permits, Ticket ticket, long now, long deadlineNanos)
-      throws Exception;
-
-  /**
-   * {@link #step} without holding the calling thread, for acquires. The pipeline completes the
-   * decision at the deadline itself and then cancels the returned future. The default runs
-   * {@link #step} on the calling thread.
-   */
-  protected CompletableFuture<StepResult> stepAsync(P plan, Step step, String key, long permits, Ticket ticket, long now,
-                                                    long deadlineNanos) {
-    try {
-      return CompletableFuture.completedFuture(this.step(plan, step, key, permits, ticket, now, deadlineNanos));
-    } catch (Exception e) {
-      return CompletableFuture.failedFuture(e);
-    }
-  }
-
-  /**
-   * Decides {@code permits.length} acquires for {@code key} in one atomic store call, in order, at
-   * one instant: each exactly as {@link #step} would decide it after the ones before it. Returns one
-   * result per request (a failure such as corrupt state is every request's result). Only called
-   * when the backend's builder says it {@link Builder#batches() batches} and {@link #batches}
-   * accepts the plan. {@code scope} is every request's {@link #batchScope} (requests of different
-   * scopes never share a batch); a batch may run on any thread, so a step that depends on the
-   * caller's context reads it from {@code scope}, never from the thread. Throws as {@link #step} does.
-   */
-  protected StepResult[] stepBatch(P plan, String scope, String key, long[] permits, long now, long deadlineNanos)
-      throws Exception {
-    throw new UnsupportedOperationException("this backend decides no batches");
-  }
-
-  /** {@link #stepBatch} without holding the calling thread; the default runs it on the calling thread. */
-  protected CompletableFuture<StepResult[]> stepBatchAsync(P plan, String scope, String key, long[] permits, long now,
-                                                           long deadlineNanos) {
-    try {
-      return CompletableFuture.completedFuture(stepBatch(plan, scope, key, permits, now, deadlineNanos));
-    } catch (Exception e) {
-      return CompletableFuture.failedFuture(e);
-    }
-  }
-
-  /**
-   * True when {@link #stepAsync} and {@link #stepBatchAsync} hold no thread (a native asynchronous
-   * client, like Redis's). Coalesced batches then go to the store asynchronously and every waiting
-   * request keeps its own deadline; otherwise the oldest waiting caller runs the batch on its own
-   * thread, and only synchronous acquires are coalesced. False by default.
-   */
-  protected boolean stepsAsync() {
-    return false;
-  }
-
-  /** Whether {@link #stepBatch} can run {@code plan} (a backend may batch some algorithms only). */
-  protected boolean batches(P plan) {
-    return true;
-  }
-
-  /**
-   * What, besides the policy and the key, requests must share to go in one batch: the part of a
-   * step that comes from the caller's context (PostgreSQL's tenant in tenant mode), read on the
-   * caller's thread as an acquire enters coalescing, and handed to {@link #stepBatch} as its
-   * {@code scope}. The default, null, is no scope. A request whose scope cannot be read (this method
-   * throws) is not coalesced: its own {@link #step} runs, which must meet the same trouble and
-   * answer as it always does. A request that leads its lane still runs its own {@link #step}, on its
-   * own thread, as an uncoalesced request.
-   */
-  protected String batchScope(P plan) {
-    return null;
-  }
-
-  /** Deletes {@code key}'s state under {@code plan}'s policy. */
-  protected abstract void delete(P plan, String key, long deadlineNanos) throws Exception;
-
-  /**
-   * {@link Reason#TIMEOUT} or {@link Reason#STORE_UNAVAILABLE} for a store exception; backends add their own timeouts. A
-   * call never sent because its deadline passed first (a {@link StoreNotReachedException} caused by a
-   * {@link TimeoutException}) is a {@link Reason#TIMEOUT}, and stays not-reached for a refund.
-   */
-  protected Reason classify(Throwable error) {
-    return error instanceof StoreTimeoutException || error instanceof TimeoutException
-        || error instanceof StoreNotReachedException && error.getCause() instanceof TimeoutException
-        ? Reason.TIMEOUT : Reason.STORE_UNAVAILABLE;
-  }
-
-  /** The clock deadlines are measured on: {@link System#nanoTime()}, or a test's fake. */
-  protected long nanoTime() {
-    return System.nanoTime();
-  }
-
-  /** True for a backend whose step reports each of its store calls to {@link #listener()} itself. */
-  protected boolean reportsOwnStoreCalls() {
-    return false;
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // What a backend may read
-  // ---------------------------------------------------------------------------------------------
-
-  /** The supplied clock, or null when the store reads its own. */
-  protected final Ticker suppliedTicker() {
-    return ticker;
-  }
-
-  /** The guarded listener (keys only when opted in). */
-  protected final RateLimitListener listener() {
-    return listener;
-  }
-
-  protected final long timeoutNanos() {
+  long timeoutNanos() {
     return timeoutNanos;
   }
 
-  /** Whether acquires are coalesced (the builder's {@code maxBatch} above 1, on a backend that batches). */
-  protected final boolean coalesces() {
-    return coalescer != null;
+  long nanoTime() {
+    return backend.nanoTime();
   }
 
-  protected final FailureMode failureMode() {
-    return failureMode;
+  boolean stepsAsync() {
+    return asyncSteps;
   }
 
-  /** The reading a step gets: the supplied clock's, or {@link #STORE_CLOCK}. */
-  protected final long clock() {
+  String batchScope(Object plan) {
+    return backend.batchScope(plan);
+  }
+
+  Reason classify(Throwable error) {
+    return backend.classify(error);
+  }
+
+  StepResult[] stepBatch(Object plan, String scope, String key, long[] permits, long now, long deadlineNanos) throws Exception {
+    return backend.stepBatch(plan, scope, key, permits, now, deadlineNanos);
+  }
+
+  CompletableFuture<StepResult[]> stepBatchAsync(Object plan, String scope, String key, long[] permits, long now, long deadlineNanos) {
+    return backend.stepBatchAsync(plan, scope, key, permits, now, deadlineNanos);
+  }
+
+  CompletableFuture<StepResult> stepAsync(Object plan, Step step, String key, long permits, Ticket ticket, long now, long deadlineNanos) {
+    return backend.stepAsync(plan, step, key, permits, ticket, now, deadlineNanos);
+  }
+
+  /** The reading a step gets: the supplied clock's, or {@link Backend#STORE_CLOCK}. */
+  private long clock() {
     return ticker != null ? ticker.nowMicros() : STORE_CLOCK;
+  }
+
+  /** Whether coalescing may take an acquire of {@code plan} under {@code p}. */
+  private boolean batches(Object plan, Policy p) {
+    return plan == defaultPlan ? defaultBatches : capabilities.batches(p.algorithm());
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -275,13 +208,13 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
 
   @Override public final CompletionStage<Decision> tryAcquireAsync(String key, long permits, Policy p) {
     Checks.key(key);
-    P plan = plan(p);
+    Object plan = plan(p);
     Checks.permits(permits, p.limit(), p.name());
     long now = clock();
     if (!plausible(now)) {
       return CompletableFuture.completedFuture(finish(failed(p, Step.ACQUIRE, key, permits, Reason.INVALID_CLOCK, null, now), key));
     }
-    Coalescer.LaneId lane = coalescer != null && stepsAsync() && batches(plan) ? coalescer.lane(plan, p, key) : null;
+    Coalescer.LaneId lane = coalescer != null && asyncSteps && batches(plan, p) ? coalescer.lane(plan, p, key) : null;
     return new AsyncDecision<>(this, coalescer, plan, p, key, permits, now).start(lane);
   }
 
@@ -299,11 +232,11 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
    */
   @Override public final void reset(String key, Policy p) {
     Checks.key(key);
-    P plan = plan(p);
+    Object plan = plan(p);
     long start = nanoTime();
     Throwable error = null;
     try {
-      delete(plan, key, start + timeoutNanos);
+      backend.delete(plan, key, start + timeoutNanos);
     } catch (IllegalArgumentException e) {
       throw e;
     } catch (Exception e) {
@@ -316,28 +249,28 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     failureMode.reset(key, p);
   }
 
-  /** {@link #tryAcquire} at {@code nowMicros} (or {@link #STORE_CLOCK}), for a backend that lets callers supply the instant. */
-  protected final Decision acquireAt(String key, long permits, Policy p, long nowMicros) {
+  /** {@link #tryAcquire} at {@code nowMicros} (or {@link Backend#STORE_CLOCK}), for a limiter that lets callers supply the instant. */
+  Decision acquireAt(String key, long permits, Policy p, long nowMicros) {
     Checks.key(key);
-    P plan = plan(p);
+    Object plan = plan(p);
     Checks.permits(permits, p.limit(), p.name());
-    Coalescer.LaneId lane = coalescer != null && plausible(nowMicros) && batches(plan) ? coalescer.lane(plan, p, key) : null;
+    Coalescer.LaneId lane = coalescer != null && plausible(nowMicros) && batches(plan, p) ? coalescer.lane(plan, p, key) : null;
     if (lane != null) {
       return finish(coalescer.acquire(plan, lane, permits, nowMicros), key);
     }
     return finish(decide(plan, p, Step.ACQUIRE, key, permits, nowMicros), key);
   }
 
-  /** {@link #peek} at {@code nowMicros} (or {@link #STORE_CLOCK}). */
-  protected final Decision peekAtTime(String key, Policy p, long nowMicros) {
+  /** {@link #peek} at {@code nowMicros} (or {@link Backend#STORE_CLOCK}). */
+  Decision peekAtTime(String key, Policy p, long nowMicros) {
     Checks.key(key);
-    P plan = plan(p);
+    Object plan = plan(p);
     // Not finish(): a peek is no decision, so health probes and dashboards never inflate the counts.
     return decide(plan, p, Step.PEEK, key, 1, nowMicros);
   }
 
-  /** {@link #refund} at {@code nowMicros} (or {@link #STORE_CLOCK}). */
-  protected final Refund refundAtTime(Ticket ticket, long nowMicros) {
+  /** {@link #refund} at {@code nowMicros} (or {@link Backend#STORE_CLOCK}). */
+  Refund refundAtTime(Ticket ticket, long nowMicros) {
     if (ticket == null) {
       return Refund.NO_EFFECT;
     }
@@ -357,12 +290,12 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
   }
 
   /**
-   * {@link #settle} at {@code nowMicros} (or {@link #STORE_CLOCK}): one step, a {@link Step#REFUND}
+   * {@link #settle} at {@code nowMicros} (or {@link Backend#STORE_CLOCK}): one step, a {@link Step#REFUND}
    * of the unused part or an {@link Step#OVERRUN} of the excess, under the same once-only rules as a
    * refund (a settlement that may have reached the store stays spent; one that certainly did not
    * can be retried).
    */
-  protected final Settlement settleAtTime(Ticket ticket, long actualPermits, long nowMicros) {
+  Settlement settleAtTime(Ticket ticket, long actualPermits, long nowMicros) {
     if (ticket == null) {
       return Settlement.NO_EFFECT;
     }
@@ -396,12 +329,12 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     if (now != STORE_CLOCK && !ReferenceModel.ticketLive(p.algorithm(), ticket.stamp(), now)) {
       return Refund.NO_EFFECT; // its life ended: no store records it any longer, so nothing may apply it
     }
-    P plan = plan(p);
+    Object plan = plan(p);
     long start = nanoTime();
     Throwable error = null;
     Refund result;
     try {
-      StepResult r = step(plan, step, ticket.key(), permits, ticket, now, start + timeoutNanos);
+      StepResult r = backend.step(plan, step, ticket.key(), permits, ticket, now, start + timeoutNanos);
       if (r.failure() != null) {
         issuer.release(ticket); // corrupt state, clock or contention: the step wrote nothing
         result = Refund.FAILED;
@@ -422,14 +355,14 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     return result;
   }
 
-  private P plan(Policy p) {
+  private Object plan(Policy p) {
     Checks.notNull("policy", p);
     if (p == policy || p.equals(policy)) {
       return defaultPlan;
     }
-    P cached = plans.get(p);
+    Object cached = plans.get(p);
     if (cached == null) {
-      cached = compile(p);
+      cached = backend.compile(capabilities.require(p));
       if (plans.size() < MAX_CACHED_PLANS) {
         plans.putIfAbsent(p, cached);
       }
@@ -442,7 +375,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     return ticker == null ? now == STORE_CLOCK : Checks.validClock(now);
   }
 
-  Decision decide(P plan, Policy p, Step step, String key, long permits, long now) {
+  Decision decide(Object plan, Policy p, Step step, String key, long permits, long now) {
     if (!plausible(now)) {
       return failed(p, step, key, permits, Reason.INVALID_CLOCK, null, now);
     }
@@ -450,14 +383,14 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     StepResult r = null;
     Throwable error = null;
     try {
-      r = step(plan, step, key, permits, null, now, start + timeoutNanos);
+      r = backend.step(plan, step, key, permits, null, now, start + timeoutNanos);
     } catch (IllegalArgumentException e) {
       throw e; // a programmer error the backend found (a blank tenant, say): never a store failure
     } catch (Exception e) {
       error = caught(e);
     }
     reportStoreCall(p, start, error);
-    return r != null ? toDecision(r, p, step, key, permits, now) : failed(p, step, key, permits, classify(error), error, now);
+    return r != null ? toDecision(r, p, step, key, permits, now) : failed(p, step, key, permits, backend.classify(error), error, now);
   }
 
   /** The one mapping from what a store answered to a decision. */
@@ -484,7 +417,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
 
   /** Tells the listener about a store call begun at {@code start} ({@link #nanoTime()}), unless the backend reports its own. */
   void reportStoreCall(Policy p, long start, Throwable error) {
-    if (!reportsOwnStoreCalls()) {
+    if (!reportsOwnStoreCalls) {
       listener.onStoreCall(p, nanoTime() - start, error);
     }
   }
@@ -497,6 +430,15 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
   Decision finish(Decision d, String key) {
     listener.onDecision(d, key);
     return d;
+  }
+
+  /** Closes the backend: what it opened itself (a connection, an executor), never what it was given. */
+  @Override public void close() {
+    backend.close();
+  }
+
+  @Override public String toString() {
+    return backend.describe();
   }
 
   /** The cause of a failed call; an interrupted caller gets its interrupt flag back. */
@@ -514,13 +456,33 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     return e;
   }
 
+  /** Builds a {@link StoreRateLimiter} around a user's {@link Backend}: the shared {@link Settings}. */
+  public static final class Builder extends Settings<Builder> {
+    private final Backend<?> backend;
+
+    private Builder(Policy policy, Backend<?> backend) {
+      super(policy, DEFAULT_TIMEOUT);
+      this.backend = backend;
+      backend.capabilities().require(policy);
+    }
+
+    @Override protected Builder self() {
+      return this;
+    }
+
+    public StoreRateLimiter build() {
+      return pipeline(backend);
+    }
+  }
+
   /**
    * The settings every store-backed limiter shares: {@code timeout}, {@code failureMode},
-   * {@code ticker}, {@code listener} and the ticket {@code issuer}. Fails fast on bad values.
+   * {@code ticker}, {@code listener}, the ticket {@code issuer} and {@code maxBatch}. Fails fast on
+   * bad values. A store's own builder extends it and ends in {@link #pipeline}.
    *
-   * @param <B> the backend's builder
+   * @param <B> the store's builder
    */
-  public abstract static class Builder<B extends Builder<B>> {
+  public abstract static class Settings<B extends Settings<B>> {
     /** The limiter's default policy. */
     protected final Policy policy;
     private Duration timeout;
@@ -530,8 +492,9 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     private boolean includeKeys;
     private Ticket.Issuer issuer;
     private int maxBatch = MAX_BATCH;
+    private RateLimitListener guarded;
 
-    protected Builder(Policy policy, Duration defaultTimeout) {
+    protected Settings(Policy policy, Duration defaultTimeout) {
       this.policy = Checks.notNull("policy", policy);
       this.timeout = defaultTimeout;
     }
@@ -564,6 +527,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
     public B listener(RateLimitListener listener, boolean includeKeys) {
       this.listener = Checks.notNull("listener", listener);
       this.includeKeys = includeKeys;
+      this.guarded = null;
       return self();
     }
 
@@ -581,7 +545,7 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
      * Request coalescing: acquires for one key that arrive while a store call for that key is in
      * flight go together in the next store call, at most {@code maxBatch} of them, each decided
      * exactly as it would be alone in that order. 1 turns coalescing off; the default is
-     * {@value StoreBackedRateLimiter#MAX_BATCH} on a backend that {@link #batches() batches}.
+     * {@value StoreRateLimiter#MAX_BATCH} on a backend that batches ({@link Capabilities#withBatches}).
      */
     public B maxBatch(int maxBatch) {
       this.maxBatch = Checks.range("maxBatch", maxBatch, 1, MAX_BATCH,
@@ -589,9 +553,20 @@ public abstract class StoreBackedRateLimiter<P> implements RateLimiter {
       return self();
     }
 
-    /** Whether the backend decides batches ({@link StoreBackedRateLimiter#stepBatch}); false by default. */
-    protected boolean batches() {
-      return false;
+    /**
+     * The limiter of these settings around {@code backend}, which the store's builder made from
+     * them. Closing the limiter closes the backend.
+     */
+    protected final StoreRateLimiter pipeline(Backend<?> backend) {
+      return new StoreRateLimiter(this, backend);
+    }
+
+    /** The listener the limiter tells (guarded, keys only when opted in), for a backend that reports its own store calls. */
+    protected final RateLimitListener listener() {
+      if (guarded == null) {
+        guarded = RateLimitListener.guarded(listener, includeKeys);
+      }
+      return guarded;
     }
 
     /** The supplied ticker, or null for the store's clock. */

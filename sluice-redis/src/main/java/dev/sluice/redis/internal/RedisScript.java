@@ -1,4 +1,4 @@
-package dev.sluice.redis;
+package dev.sluice.redis.internal;
 
 import dev.sluice.internal.Checks;
 import java.io.IOException;
@@ -10,21 +10,26 @@ import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
 /**
- * The Lua scripts, one per algorithm, kept as resources next to this class. Each is the shared
+ * The Lua scripts, one per algorithm, kept as resources in {@code dev/sluice/redis}. Each is the shared
  * {@code prelude.lua} (argument parsing, exact integer division, state read/write with TTL)
  * followed by the algorithm's file. Run by EVALSHA; on NOSCRIPT the body goes once with EVAL, which
  * also caches it on that server. The invariant constants ({@code ${MAX_CLOCK}}, {@code ${MAX_EXACT}}, {@code ${MAX_STATE_WORD}}, {@code ${CLOCK_TOLERANCE}})
  * are substituted from {@link Checks} as the scripts load, so Lua and Java share one value.
+ *
+ * <p>Public in a package the module does not export: the Redis backend and the benchmarks' script
+ * cost (which sends exactly the body the limiter sends) read it; no user does.
  */
-enum RedisScript {
+public enum RedisScript {
   FIXED_WINDOW("fixed-window.lua"),
   SLIDING_WINDOW("sliding-window.lua"),
   TOKEN_BUCKET("token-bucket.lua"),
   GCRA("gcra.lua"),
   SLIDING_LOG("sliding-log.lua");
 
-  final String body;
-  final String sha;
+  /** The prelude and the algorithm's file, its constants substituted: what EVAL sends. */
+  public final String body;
+  /** The SHA-1 of {@link #body}: what EVALSHA sends. */
+  public final String sha;
 
   RedisScript(String file) {
     this.body = (read("prelude.lua") + "\n" + read(file))
@@ -36,7 +41,7 @@ enum RedisScript {
   }
 
   private static String read(String name) {
-    try (InputStream in = RedisScript.class.getResourceAsStream(name)) {
+    try (InputStream in = RedisScript.class.getResourceAsStream("/dev/sluice/redis/" + name)) {
       if (in == null) {
         throw new IllegalStateException("script resource dev/sluice/redis/" + name + " is missing from the jar");
       }

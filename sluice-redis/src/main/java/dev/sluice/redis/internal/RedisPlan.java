@@ -1,17 +1,23 @@
-package dev.sluice.redis;
+package dev.sluice.redis.internal;
 
 import dev.sluice.Algorithm;
 import dev.sluice.Policy;
+import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
+import dev.sluice.internal.StoredId;
 
 /**
  * A policy compiled for the scripts: which script, and its parameters as the decimal strings the
  * script receives. The scripts compute in Lua doubles, so every value they see must stay an exact
  * integer: the core's bounds ({@link Checks#MAX_EXACT}, {@link Checks#MAX_AHEAD}) guarantee it.
+ * With the keys a script touches ({@link #storedKey}, {@link #spentKey}).
+ *
+ * <p>Public in a package the module does not export: the Redis backend and the benchmarks' script
+ * cost read it; no user does.
  */
-final class RedisPlan {
-  final Policy policy;
-  final RedisScript script;
+public final class RedisPlan {
+  public final Policy policy;
+  public final RedisScript script;
   private final String[] params;
 
   private RedisPlan(Policy policy, RedisScript script, String... params) {
@@ -24,7 +30,7 @@ final class RedisPlan {
    * Compiles {@code policy}. Every range the scripts rely on (each value an exact integer in Lua
    * doubles) is a rule of the core's {@link Algorithm} records, so any valid policy compiles.
    */
-  static RedisPlan of(Policy policy) {
+  public static RedisPlan of(Policy policy) {
     Checks.notNull("policy", policy);
     Algorithm alg = policy.algorithm();
     if (alg instanceof Algorithm.FixedWindow fw) {
@@ -54,12 +60,12 @@ final class RedisPlan {
    * The script's ARGV: op, now ('' = server clock), permits, stamp, grace ms, the end of the ticket's
    * life (refunds and overruns, else 0), then the parameters.
    */
-  String[] argv(String op, String now, long permits, long stamp, String graceMillis, long ticketEnds) {
+  public String[] argv(String op, String now, long permits, long stamp, String graceMillis, long ticketEnds) {
     return argv(op, now, Long.toString(permits), stamp, graceMillis, ticketEnds);
   }
 
   /** The ARGV of a batch ('b'): the permits of each request in order, separated by spaces. */
-  String[] batchArgv(String now, long[] permits, String graceMillis) {
+  public String[] batchArgv(String now, long[] permits, String graceMillis) {
     StringBuilder list = new StringBuilder(permits.length * 3);
     for (long n : permits) {
       list.append(list.length() == 0 ? "" : " ").append(n);
@@ -68,8 +74,18 @@ final class RedisPlan {
   }
 
   /** Whether the script decides batches: every algorithm but the sliding log (a sorted set per request). */
-  boolean batches() {
+  public boolean batches() {
     return !(policy.algorithm() instanceof Algorithm.SlidingLog);
+  }
+
+  /** The Redis key holding {@code key}'s state under {@code policy}: its name and the key, nothing else, one hash tag. */
+  public static String storedKey(Policy policy, String key) {
+    return "sluice:{" + StoredId.key(policy.name(), key) + "}";
+  }
+
+  /** Where a ticket applied to the budget stored at {@code stored} is recorded as spent (the same hash tag: one Cluster slot). */
+  public static String spentKey(String stored, Ticket ticket) {
+    return stored + ":t:" + ticket.id();
   }
 
   private String[] argv(String op, String now, String permits, long stamp, String graceMillis, long ticketEnds) {

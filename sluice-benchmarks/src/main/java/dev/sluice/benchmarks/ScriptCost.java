@@ -1,7 +1,9 @@
-package dev.sluice.redis;
+package dev.sluice.benchmarks;
 
 import dev.sluice.Algorithm;
 import dev.sluice.Policy;
+import dev.sluice.redis.internal.RedisPlan;
+import dev.sluice.redis.internal.RedisScript;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
@@ -20,8 +22,9 @@ import java.util.regex.Pattern;
  * What each algorithm's script costs the Redis server, against {@code return 1}: every script's
  * acquire run by {@code redis-benchmark} (client throughput) and timed by the server itself
  * ({@code INFO commandstats}, microseconds per call, which the load of other processes on the
- * client side does not enter). Sits in the scripts' package to send exactly the body and ARGV the
- * limiter sends ({@link RedisScript}, {@link RedisPlan}); run by {@code sluice-benchmarks/script-cost.sh}
+ * client side does not enter). Sends exactly the body and ARGV the limiter sends ({@link RedisScript},
+ * {@link RedisPlan}, public in sluice-redis's unexported {@code dev.sluice.redis.internal}, which
+ * this class path tool reads); run by {@code sluice-benchmarks/script-cost.sh}
  * against a private server, because it resets the server's statistics.
  *
  * <p>Two loads per script: {@code allowed} (every acquire admitted, so the state is read and
@@ -60,7 +63,7 @@ public final class ScriptCost {
         for (int i = 0; i < 2; i++) {
           RedisPlan plan = RedisPlan.of(loads[i]);
           redis.scriptLoad(plan.script.body);
-          String key = RedisRateLimiter.storedKey(loads[i], "cost:" + i);
+          String key = RedisPlan.storedKey(loads[i], "cost:" + i);
           redis.del(key);
           List<String> argv = List.of(plan.argv("a", "", 1, 0, "0", 0));
           redis.evalsha(plan.script.sha, io.lettuce.core.ScriptOutputType.MULTI, new String[] {key}, argv.toArray(String[]::new));
