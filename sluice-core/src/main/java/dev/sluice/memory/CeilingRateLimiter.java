@@ -3,6 +3,7 @@ package dev.sluice.memory;
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
 import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
 import dev.sluice.Settlement;
@@ -41,8 +42,10 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
   private final Policy ceiling;
   private final String ceilingKey;
   private final Ticker ticker;
+  private final RateLimitListener listener;
 
   private CeilingRateLimiter(Builder b) {
+    this.listener = b.listener;
     this.limiter = b.limiter;
     this.clocked = b.limiter instanceof ClockedRateLimiter c ? c : null;
     this.identity = b.identity != null ? b.identity : b.limiter.policy();
@@ -109,21 +112,22 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     Checks.permits(permits, ceiling.limit(), ceiling.name());
     Decision id = clocked != null ? clocked.tryAcquireAt(key, permits, p, now) : limiter.tryAcquire(key, permits, p);
     if (!id.allowed()) {
-      return new Charge(id, null);
+      return reported(new Charge(id, null), key);
     }
     Decision global = ceilingClocked != null
         ? ceilingClocked.tryAcquireAt(ceilingKey, permits, ceiling, now)
         : ceilingLimiter.tryAcquire(ceilingKey, permits, ceiling);
     if (!global.allowed()) {
-      id.ticket().ifPresent(t -> refundAt(t, now));
+      id.ticket().ifPresent(t -> refundLegs(t, now));
     }
-    return new Charge(id, global);
+    return reported(new Charge(id, global), key);
   }
 
   @Override public Decision tryAcquire(String key, long permits, Policy p) {
-    return chargeAt(key, permits, p, ticker.nowMicros()).decision();
+    return tryAcquireAt(key, permits, p, ticker.nowMicros());
   }
 
+  /** The call's decision ({@link Charge#decision()}), reported to the listener as one decision. */
   @Override public Decision tryAcquireAt(String key, long permits, Policy p, long now) {
     return chargeAt(key, permits, p, now).decision();
   }
@@ -142,13 +146,27 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     return refundAt(ticket, ticker.nowMicros());
   }
 
-  /** Refunds an identity ticket, or a ceiling ticket from {@link Charge#ceiling()}. */
+  /** Refunds an identity ticket, or a ceiling ticket from {@link Charge#ceiling()}; one refund event. */
   @Override public Refund refundAt(Ticket ticket, long now) {
+    Refund r = refundLegs(ticket, now);
+    if (ticket != null) {
+      listener.onRefund(ticket.policy(), r);
+    }
+    return r;
+  }
+
+  private Refund refundLegs(Ticket ticket, long now) {
     Refund r = clocked != null ? clocked.refundAt(ticket, now) : limiter.refund(ticket);
     if (r == Refund.NO_EFFECT && ceilingLimiter != limiter) {
       r = ceilingClocked != null ? ceilingClocked.refundAt(ticket, now) : ceilingLimiter.refund(ticket);
     }
     return r;
+  }
+
+  /** One decision event per call, as on every limiter. */
+  private Charge reported(Charge c, String key) {
+    listener.onDecision(c.decision(), key);
+    return c;
   }
 
   @Override public Settlement settle(Ticket ticket, long actualPermits) {
@@ -164,6 +182,9 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     if (r == Settlement.NO_EFFECT && ceilingLimiter != limiter) {
       r = ceilingClocked != null ? ceilingClocked.settleAt(ticket, actualPermits, now) : ceilingLimiter.settle(ticket, actualPermits);
     }
+    if (ticket != null) {
+      listener.onSettle(ticket.policy(), r);
+    }
     return r;
   }
 
@@ -178,6 +199,8 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     private Policy identity;
     private RateLimiter ceilingLimiter;
     private String ceilingKey = CEILING_KEY;
+    /** Guarded as it is set: the limiter keeps it as is. */
+    private RateLimitListener listener = RateLimitListener.NONE;
 
     private Builder(RateLimiter limiter, Policy ceiling) {
       this.limiter = limiter;
@@ -199,6 +222,15 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     /** The key the ceiling is charged to (default {@link #CEILING_KEY}). */
     public Builder ceilingKey(String key) {
       this.ceilingKey = Checks.key(key);
+      return this;
+    }
+
+    /**
+     * A listener told about every call's decision (one per call, whichever leg decided it), refund and
+     * settlement; keys are passed only if {@code includeKeys}. Each leg's own limiter reports its own.
+     */
+    public Builder listener(RateLimitListener listener, boolean includeKeys) {
+      this.listener = RateLimitListener.guarded(Checks.notNull("listener", listener), includeKeys);
       return this;
     }
 
