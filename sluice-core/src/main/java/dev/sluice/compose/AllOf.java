@@ -9,19 +9,131 @@ import dev.sluice.Refund;
 import dev.sluice.Settlement;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
+import dev.sluice.FailureMode;
+import dev.sluice.RateLimiter;
+import dev.sluice.Ticker;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
 import java.util.Optional;
 import java.util.function.BiFunction;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
- * The all-of decision over one {@link LegSet}: pre-flight the clocked legs, charge in order,
- * compensate every leg charged on a call that is refused or throws, and combine the allowed legs
- * into one decision with one composed ticket; and that ticket's refund and settlement over every
- * part it charged. The shared state, when there is one, is asked first by {@link SharedFirst}, which
- * hands its decision in here so it is compensated and ticketed with the legs.
+ * All of several limits, the one implementation: every leg is charged or none. The clocked legs are
+ * pre-flighted (a non-mutating peek), the others charged first, then the clocked ones; when a leg
+ * refuses or throws, every leg already charged is refunded, so a refused call leaves no leg charged.
+ *
+ * <p>Public: {@link #charge(List)} over a list of {@link Charge}s, each its own limiter, key,
+ * permits and policy (a global ceiling over identities, Envoy's descriptors, a method's several
+ * {@code @RateLimited} limits), answering each leg's decision and ticket ({@link Result}); and
+ * {@link #mostRestrictive}, the one rule for the leg a combined answer reports.
+ *
+ * <p>Inside this package it is also a {@link Composition}'s decision over one {@link LegSet}: the
+ * same charge loop, then the allowed legs combined into one decision with one composed ticket, and
+ * that ticket's refund and settlement over every part it charged. The shared state, when there is
+ * one, is asked first by {@link SharedFirst}, which hands its decision in here so it is compensated
+ * and ticketed with the legs.
  */
-final class AllOf {
+public final class AllOf {
+  /** The engine of {@link #charge}: counters no one reads, the closed mode's wait for a leg that threw. */
+  private static final AllOf CHARGES = new AllOf(new CompositionCounters(), FailureMode.closed().retryAfter().toNanos() / 1_000, null);
+
+  /** One leg of an all-of call: charge {@code permits} to {@code key} under {@code policy} in {@code limiter}. */
+  public record Charge(RateLimiter limiter, String key, long permits, Policy policy) {
+    public Charge {
+      Checks.notNull("limiter", limiter);
+      Checks.notNull("policy", policy);
+    }
+
+    /** {@code permits} to {@code key} under {@code limiter}'s own policy. */
+    public static Charge of(RateLimiter limiter, String key, long permits) {
+      return new Charge(limiter, key, permits, Checks.notNull("limiter", limiter).policy());
+    }
+  }
+
+  /**
+   * What one {@link #charge} decided. {@code legs} holds, in the order of the charges, what each leg
+   * answered: its allowance with its ticket (refunded already when the call was refused), its
+   * refusal, or, for a leg whose pre-flight allowed but that was not charged because another refused,
+   * that peek (no ticket); null for a leg never asked. {@code decision} is the refusal when any leg
+   * refused (the most restrictive one of the pre-flight), else the most restrictive allowance
+   * ({@link #mostRestrictive}), whose ticket refunds its own leg only: give the call back with
+   * {@link #refund()}.
+   */
+  public record Result(List<Charge> charges, List<Decision> legs, Decision decision) {
+    public boolean allowed() {
+      return decision.allowed();
+    }
+
+    /**
+     * Refunds every leg this call charged, each into its own limiter (once per ticket). The composed
+     * answer as for a composed ticket: {@code UNKNOWN} when any is, else {@code FAILED} when any
+     * failed, else {@code APPLIED} when any applied, else {@code NO_EFFECT} (a refused call).
+     */
+    public Refund refund() {
+      return allowed() ? AllOf.refund(charges, legs) : Refund.NO_EFFECT;
+    }
+  }
+
+  /**
+   * Charges every one of {@code charges}, or none; the legs that read a clock read the first such
+   * leg's once ({@link ClockedRateLimiter}), the others their own. A programmer error a leg throws
+   * ({@link IllegalArgumentException}) reaches the caller after the legs already charged are refunded;
+   * any other exception refuses the call ({@link Reason#STORE_UNAVAILABLE}, the closed mode's wait).
+   */
+  public static Result charge(List<Charge> charges) {
+    Ticker t = tickerOf(charges);
+    return chargeAt(charges, t.nowMicros());
+  }
+
+  /** {@link #charge} at {@code nowMicros} for the legs on the first clocked leg's ticker. */
+  public static Result chargeAt(List<Charge> charges, long nowMicros) {
+    List<Charge> cs = List.copyOf(Checks.notNull("charges", charges));
+    if (cs.isEmpty()) {
+      throw new IllegalArgumentException("charges is empty; an all-of call needs at least one charge");
+    }
+    LegSet s = LegSet.of(cs, tickerOf(cs));
+    Decision[] got = new Decision[cs.size()];
+    Decision[] asked = new Decision[cs.size()];
+    Decision refusal = CHARGES.chargeLegs(s, null, 0, nowMicros, null, got, asked);
+    Decision decision = refusal;
+    if (decision == null) {
+      for (Decision d : got) {
+        decision = decision == null ? d : mostRestrictive(decision, d);
+      }
+    }
+    return new Result(cs, Collections.unmodifiableList(Arrays.asList(asked)), decision);
+  }
+
+  /**
+   * Refunds every allowed decision's ticket in {@code decided} into its charge's limiter (the
+   * decisions in the order of {@code charges}; null and refused ones are skipped): the compensation
+   * of an all-of call whose legs a caller decided itself. Answers as {@link Result#refund()}.
+   */
+  public static Refund refund(List<Charge> charges, List<Decision> decided) {
+    LegSet s = LegSet.of(charges, tickerOf(charges));
+    Ticket[] tickets = new Ticket[charges.size()];
+    for (int i = 0; i < tickets.length; i++) {
+      Decision d = decided.get(i);
+      tickets[i] = d == null || !d.allowed() ? null : d.ticket().orElse(null);
+    }
+    long now = tickerOf(charges).nowMicros();
+    return CHARGES.eachPart(null, new Charges(s, tickets, null), Refund.APPLIED, Refund.FAILED, Refund.UNKNOWN, Refund.NO_EFFECT,
+        (i, t) -> CHARGES.refundLeg(s, i, t, now), null);
+  }
+
+  /** The clock of the first clocked charge, else the system's. */
+  private static Ticker tickerOf(List<Charge> charges) {
+    for (Charge c : charges) {
+      if (c != null && c.limiter() instanceof ClockedRateLimiter cl) {
+        return cl.ticker();
+      }
+    }
+    return Ticker.system();
+  }
+
   private final CompositionCounters counters;
   /** The wait of a refusal no store answered (a leg threw, the failure mode refused): the mode's retryAfter. */
   private final long failureRetryMicros;
@@ -38,9 +150,19 @@ final class AllOf {
 
   /** Charges every leg of {@code s}, or none; {@code sd} is the shared state's allowance already charged, or null. */
   Decision acquire(LegSet s, String key, long permits, long now, Decision sd) {
+    Decision[] got = new Decision[s.legs.length];
+    Decision refusal = chargeLegs(s, s.legKey(key), permits, now, sd, got, null);
+    return refusal != null ? refusal : combineAllowed(s, key, permits, got, sd);
+  }
+
+  /**
+   * The all-of rule, once: pre-flight the clocked legs, charge the rest in {@link LegSet#order},
+   * compensate every leg charged (and {@code sd}) when one refuses or throws. Returns the refusal, or
+   * null with every leg's allowance in {@code got}. {@code asked}, when not null, receives what each
+   * leg answered (a pre-flight's peek for a leg not charged because another refused).
+   */
+  private Decision chargeLegs(LegSet s, String k, long permits, long now, Decision sd, Decision[] got, Decision[] asked) {
     final int n = s.legs.length;
-    final String k = s.legKey(key);
-    Decision[] got = new Decision[n];
     int current = -1;
     try {
       if (n > 1 && s.clockedCount > 0) {
@@ -51,13 +173,16 @@ final class AllOf {
             continue;
           }
           current = i;
-          Decision p = c.peekAt(k, s.policies[i], now);
-          if (p.allowed() && p.remaining() >= permits) {
+          long want = s.permits(i, permits);
+          Decision p = c.peekAt(s.key(i, k), s.policies[i], now);
+          if (p.allowed() && p.remaining() >= want) {
+            note(asked, i, p);
             continue;
           }
           // Predicted to refuse. A refused peek of one permit is exactly the refused acquire; otherwise
           // ask for real (a refused acquire writes nothing) to get the retry-after of these permits.
-          Decision r = permits == 1 && !p.allowed() ? p : c.tryAcquireAt(k, permits, s.policies[i], now);
+          Decision r = want == 1 && !p.allowed() ? p : c.tryAcquireAt(s.key(i, k), want, s.policies[i], now);
+          note(asked, i, r);
           if (r.allowed()) {
             got[i] = r; // freed in between: charged, kept or refunded below
           } else {
@@ -75,9 +200,11 @@ final class AllOf {
           continue;
         }
         current = i;
+        long want = s.permits(i, permits);
         Decision d = s.clocked[i] != null
-            ? s.clocked[i].tryAcquireAt(k, permits, s.policies[i], now)
-            : s.legs[i].tryAcquire(k, permits, s.policies[i]);
+            ? s.clocked[i].tryAcquireAt(s.key(i, k), want, s.policies[i], now)
+            : s.legs[i].tryAcquire(s.key(i, k), want, s.policies[i]);
+        note(asked, i, d);
         if (!d.allowed()) {
           compensate(s, got, sd, now);
           return d;
@@ -92,7 +219,13 @@ final class AllOf {
       compensate(s, got, sd, now);
       return legError(s, current, e, now);
     }
-    return combineAllowed(s, key, permits, got, sd);
+    return null;
+  }
+
+  private static void note(Decision[] asked, int i, Decision d) {
+    if (asked != null) {
+      asked[i] = d;
+    }
   }
 
   /**
@@ -104,7 +237,7 @@ final class AllOf {
     for (int i = 0; i < s.legs.length; i++) {
       Decision d;
       try {
-        d = s.clocked[i] != null ? s.clocked[i].peekAt(k, s.policies[i], now) : s.legs[i].peek(k, s.policies[i]);
+        d = s.clocked[i] != null ? s.clocked[i].peekAt(s.key(i, k), s.policies[i], now) : s.legs[i].peek(s.key(i, k), s.policies[i]);
       } catch (IllegalArgumentException e) {
         throw e;
       } catch (Throwable e) {
@@ -246,7 +379,7 @@ final class AllOf {
       anyUnknown |= r == unknown;
       sharedRetry = r == failed || r == unknown ? c.sharedTicket() : null;
     }
-    if (retry != null || sharedRetry != null) {
+    if (composed != null && (retry != null || sharedRetry != null)) {
       book.put(composed, new Charges(c.set(), retry == null ? new Ticket[0] : retry, sharedRetry));
       issuer.release(composed);
     }
@@ -307,10 +440,11 @@ final class AllOf {
   }
 
   /**
-   * The more restrictive of two decisions: a refusal beats an allowance; between refusals the longer
-   * retry (then less remaining); between allowances less remaining (then the later reset).
+   * The more restrictive of two decisions, the one rule for the leg a combined answer reports: a
+   * refusal beats an allowance; between refusals the longer retry (then less remaining); between
+   * allowances less remaining (then the later reset).
    */
-  static Decision mostRestrictive(Decision a, Decision b) {
+  public static Decision mostRestrictive(Decision a, Decision b) {
     if (a.allowed() != b.allowed()) {
       return a.allowed() ? b : a;
     }

@@ -93,8 +93,9 @@ import java.util.function.IntFunction;
  * override on a leg, or compose a limiter for the other policy.
  *
  * <p>This file is over 500 lines because it is the public face (every {@link RateLimiter} method, with
- * its contract) and its public nested {@link Builder}; the decision itself is in the package-private
- * {@code AllOf}, {@code SharedFirst} and {@code LegSet}.
+ * its contract) and its public nested {@link Builder}; the decision itself is in {@link AllOf} (whose
+ * charge loop {@link AllOf#charge} also runs over charges of their own keys and permits) and the
+ * package-private {@code SharedFirst} and {@code LegSet}.
  */
 public final class Composition implements ClockedRateLimiter, AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Composition.class.getName());

@@ -3,12 +3,15 @@ package dev.sluice.memory;
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
 import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
 import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
+import dev.sluice.compose.AllOf;
 import dev.sluice.internal.Checks;
+import java.util.List;
 
 /**
  * Per-identity limit plus a global ceiling (caisson's per-IP and global buckets): every call is
@@ -17,10 +20,9 @@ import dev.sluice.internal.Checks;
  * behind one NAT, or an attacker inventing keys) is still held to the ceiling. This is the one
  * implementation of a global ceiling; sluice-http's {@code globalCeiling} is this class.
  *
- * <p>Both legs are decided at one clock reading when the limiters are clocked (the memory tier);
- * a limiter that is not (a shared store reading its server's clock) decides on its own clock. The
- * identity leg goes first; if the ceiling then refuses, the identity charge is refunded, so a refused
- * call leaves no leg charged. The decision returned is the identity leg's when both allow (its ticket
+ * <p>The two legs are one {@link AllOf} call: decided at one clock reading when the limiters are
+ * clocked (the memory tier; a limiter that is not, a shared store reading its server's clock, decides
+ * on its own clock), pre-flighted where they can be, and a refusal of either leaves neither charged. The decision returned is the identity leg's when both allow (its ticket
  * refunds the identity leg only: the ceiling charge stays, which errs on the strict side) and the
  * refusing leg's otherwise; {@link #charge} returns both legs' decisions.
  *
@@ -41,8 +43,10 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
   private final Policy ceiling;
   private final String ceilingKey;
   private final Ticker ticker;
+  private final RateLimitListener listener;
 
   private CeilingRateLimiter(Builder b) {
+    this.listener = b.listener;
     this.limiter = b.limiter;
     this.clocked = b.limiter instanceof ClockedRateLimiter c ? c : null;
     this.identity = b.identity != null ? b.identity : b.limiter.policy();
@@ -87,7 +91,11 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     return ticker;
   }
 
-  /** Both legs' decisions of one call: the identity's, and the ceiling's (null when the identity refused). */
+  /**
+   * Both legs' decisions of one call ({@link AllOf.Result#legs()}): the identity's, and the ceiling's
+   * (null when the identity refused). A leg whose pre-flight allowed but was not charged, because the
+   * other refused, holds that peek (no ticket).
+   */
   public record Charge(Decision identity, Decision ceiling) {
     public boolean allowed() {
       return identity.allowed() && ceiling != null && ceiling.allowed();
@@ -104,26 +112,24 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     return chargeAt(key, permits, p, ticker.nowMicros());
   }
 
-  /** {@link #charge} at {@code now} (threaded into the clocked limiters). */
+  /**
+   * {@link #charge} at {@code now} (threaded into the clocked limiters): the two legs are one
+   * {@link AllOf} call, so a refusal of either leaves neither charged. When the identity was not
+   * asked (a ceiling on no clock is charged first, and refused), the charge's identity is that refusal.
+   */
   public Charge chargeAt(String key, long permits, Policy p, long now) {
     Checks.permits(permits, ceiling.limit(), ceiling.name());
-    Decision id = clocked != null ? clocked.tryAcquireAt(key, permits, p, now) : limiter.tryAcquire(key, permits, p);
-    if (!id.allowed()) {
-      return new Charge(id, null);
-    }
-    Decision global = ceilingClocked != null
-        ? ceilingClocked.tryAcquireAt(ceilingKey, permits, ceiling, now)
-        : ceilingLimiter.tryAcquire(ceilingKey, permits, ceiling);
-    if (!global.allowed()) {
-      id.ticket().ifPresent(t -> refundAt(t, now));
-    }
-    return new Charge(id, global);
+    AllOf.Result r = AllOf.chargeAt(List.of(new AllOf.Charge(limiter, key, permits, p),
+        new AllOf.Charge(ceilingLimiter, ceilingKey, permits, ceiling)), now);
+    Decision id = r.legs().get(0);
+    return reported(new Charge(id != null ? id : r.decision(), id != null && !id.allowed() ? null : r.legs().get(1)), key);
   }
 
   @Override public Decision tryAcquire(String key, long permits, Policy p) {
-    return chargeAt(key, permits, p, ticker.nowMicros()).decision();
+    return tryAcquireAt(key, permits, p, ticker.nowMicros());
   }
 
+  /** The call's decision ({@link Charge#decision()}), reported to the listener as one decision. */
   @Override public Decision tryAcquireAt(String key, long permits, Policy p, long now) {
     return chargeAt(key, permits, p, now).decision();
   }
@@ -142,13 +148,22 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     return refundAt(ticket, ticker.nowMicros());
   }
 
-  /** Refunds an identity ticket, or a ceiling ticket from {@link Charge#ceiling()}. */
+  /** Refunds an identity ticket, or a ceiling ticket from {@link Charge#ceiling()}; one refund event. */
   @Override public Refund refundAt(Ticket ticket, long now) {
     Refund r = clocked != null ? clocked.refundAt(ticket, now) : limiter.refund(ticket);
     if (r == Refund.NO_EFFECT && ceilingLimiter != limiter) {
       r = ceilingClocked != null ? ceilingClocked.refundAt(ticket, now) : ceilingLimiter.refund(ticket);
     }
+    if (ticket != null) {
+      listener.onRefund(ticket.policy(), r);
+    }
     return r;
+  }
+
+  /** One decision event per call, as on every limiter. */
+  private Charge reported(Charge c, String key) {
+    listener.onDecision(c.decision(), key);
+    return c;
   }
 
   @Override public Settlement settle(Ticket ticket, long actualPermits) {
@@ -164,6 +179,9 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     if (r == Settlement.NO_EFFECT && ceilingLimiter != limiter) {
       r = ceilingClocked != null ? ceilingClocked.settleAt(ticket, actualPermits, now) : ceilingLimiter.settle(ticket, actualPermits);
     }
+    if (ticket != null) {
+      listener.onSettle(ticket.policy(), r);
+    }
     return r;
   }
 
@@ -178,6 +196,8 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     private Policy identity;
     private RateLimiter ceilingLimiter;
     private String ceilingKey = CEILING_KEY;
+    /** Guarded as it is set: the limiter keeps it as is. */
+    private RateLimitListener listener = RateLimitListener.NONE;
 
     private Builder(RateLimiter limiter, Policy ceiling) {
       this.limiter = limiter;
@@ -199,6 +219,15 @@ public final class CeilingRateLimiter implements ClockedRateLimiter {
     /** The key the ceiling is charged to (default {@link #CEILING_KEY}). */
     public Builder ceilingKey(String key) {
       this.ceilingKey = Checks.key(key);
+      return this;
+    }
+
+    /**
+     * A listener told about every call's decision (one per call, whichever leg decided it), refund and
+     * settlement; keys are passed only if {@code includeKeys}. Each leg's own limiter reports its own.
+     */
+    public Builder listener(RateLimitListener listener, boolean includeKeys) {
+      this.listener = RateLimitListener.guarded(Checks.notNull("listener", listener), includeKeys);
       return this;
     }
 

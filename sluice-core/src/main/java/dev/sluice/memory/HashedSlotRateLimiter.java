@@ -3,7 +3,9 @@ package dev.sluice.memory;
 import dev.sluice.Algorithm;
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
+import dev.sluice.FailureMode;
 import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
 import dev.sluice.Settlement;
@@ -12,6 +14,7 @@ import dev.sluice.Ticket;
 import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.SlotTable;
+import dev.sluice.internal.TicketSpending;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import java.security.SecureRandom;
@@ -54,11 +57,13 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
   private final ConcurrentHashMap<Family.Key, Family> families = new ConcurrentHashMap<>();
   private final Family defaultFamily;
   private final Ticket.Issuer issuer = new Ticket.Issuer();
+  private final RateLimitListener listener;
 
-  private HashedSlotRateLimiter(Policy policy, int slots, Ticker ticker, long seed) {
-    this.policy = policy;
-    this.slots = slots;
-    this.ticker = ticker;
+  private HashedSlotRateLimiter(Builder b, long seed) {
+    this.policy = b.policy;
+    this.slots = b.slots;
+    this.ticker = b.ticker;
+    this.listener = b.listener;
     this.seed = seed;
     this.defaultFamily = newFamily(policy);
     families.put(Family.Key.of(policy), defaultFamily);
@@ -70,10 +75,12 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
   }
 
   public static HashedSlotRateLimiter of(Policy policy, int slots, Ticker ticker) {
-    Checks.notNull("policy", policy);
-    Checks.positive("slots", slots);
-    Checks.notNull("ticker", ticker);
-    return new HashedSlotRateLimiter(policy, slots, ticker, new SecureRandom().nextLong());
+    return builder(policy, slots).ticker(ticker).build();
+  }
+
+  /** {@code slots} slots (plus the default slot) for {@code policy}; the clock and a listener are set on the builder. */
+  public static Builder builder(Policy policy, int slots) {
+    return new Builder(policy, slots);
   }
 
   @Override public Policy policy() {
@@ -129,6 +136,10 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       Checks.key(key);
     }
     Checks.permits(permits, p.algorithm().limit(), p.name());
+    return reported(acquire(key, permits, p, now), key);
+  }
+
+  private Decision acquire(String key, long permits, Policy p, long now) {
     if (!Checks.validClock(now)) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
@@ -143,6 +154,12 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     return out.allowed()
         ? Decision.allowed(p, out.remaining(), out.resetAt(), issuer.issue(p, key == null ? "" : key, permits, out.stamp()))
         : out.refusal(p);
+  }
+
+  /** One decision event per acquire, as on every limiter (a peek is no decision). */
+  private Decision reported(Decision d, String key) {
+    listener.onDecision(d, key);
+    return d;
   }
 
   @Override public Decision peek(String key, Policy p) {
@@ -173,58 +190,36 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
     return refundAt(ticket, ticker.nowMicros());
   }
 
+  /** Refunds into the ticket's slot, under the rule of every tier ({@link TicketSpending}). */
   @Override public Refund refundAt(Ticket ticket, long now) {
-    try {
-      if (!Checks.validClock(now) || !live(ticket, now) || !issuer.claim(ticket)) {
-        return Refund.NO_EFFECT;
-      }
-      Policy p = ticket.policy();
-      long[] w = slot(p, ticket.key().isEmpty() ? null : ticket.key());
-      Outcome out = new Outcome();
-      EntryLock.lock(w);
-      try {
-        ReferenceModel.refund(p.algorithm(), w, now, ticket.permits(), ticket.stamp(), out);
-      } finally {
-        EntryLock.unlock(w);
-      }
-      return out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
-    } catch (RuntimeException e) {
-      return Refund.FAILED;
-    }
-  }
-
-  /** Whether {@code ticket} is within its life at {@code now} ({@link ReferenceModel#ticketExpiresAt}). */
-  private static boolean live(Ticket ticket, long now) {
-    return ticket != null && ReferenceModel.ticketLive(ticket.policy().algorithm(), ticket.stamp(), now);
+    return TicketSpending.refund(issuer, null, FailureMode.closed(), listener, ticket, now, Checks.validClock(now), this::spend);
   }
 
   @Override public Settlement settle(Ticket ticket, long actualPermits) {
     return settleAt(ticket, actualPermits, ticker.nowMicros());
   }
 
-  /** Settles into the ticket's slot ({@link ReferenceModel#settle}), shared with the keys colliding with it. */
+  /**
+   * Settles into the ticket's slot ({@link ReferenceModel#settle}), shared with the keys colliding
+   * with it, under the rule of every tier ({@link TicketSpending}).
+   */
   @Override public Settlement settleAt(Ticket ticket, long actualPermits, long now) {
-    if (ticket == null) {
-      return Settlement.NO_EFFECT;
-    }
-    long delta = Checks.settlementDelta(ticket, actualPermits);
+    return TicketSpending.settle(issuer, null, FailureMode.closed(), listener, ticket, actualPermits, now, Checks.validClock(now),
+        this::spend);
+  }
+
+  /** One locked step on the ticket's slot: a refund is a settlement of minus its permits. */
+  private Refund spend(Ticket ticket, long delta, boolean refund, long now) {
     Policy p = ticket.policy();
+    long[] w = slot(p, ticket.key().isEmpty() ? null : ticket.key());
+    Outcome out = new Outcome();
+    EntryLock.lock(w);
     try {
-      if (now <= 0 || !live(ticket, now) || !issuer.claim(ticket) || delta == 0) {
-        return Settlement.NO_EFFECT;
-      }
-      long[] w = slot(p, ticket.key().isEmpty() ? null : ticket.key());
-      Outcome out = new Outcome();
-      EntryLock.lock(w);
-      try {
-        ReferenceModel.settle(p.algorithm(), w, now, delta, ticket.stamp(), out);
-      } finally {
-        EntryLock.unlock(w);
-      }
-      return out.wrote() ? Settlement.APPLIED : Settlement.NO_EFFECT;
-    } catch (RuntimeException e) {
-      return Settlement.FAILED;
+      ReferenceModel.settle(p.algorithm(), w, now, delta, ticket.stamp(), out);
+    } finally {
+      EntryLock.unlock(w);
     }
+    return out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
   }
 
   /** Clears the budget of {@code key}'s slot (shared with the keys that collide with it); the slot stays. */
@@ -292,6 +287,36 @@ public final class HashedSlotRateLimiter implements ClockedRateLimiter {
       static Key of(Policy p) {
         return new Key(p.name(), p.algorithm().getClass());
       }
+    }
+  }
+
+  /** Fails fast on a bad value. */
+  public static final class Builder {
+    private final Policy policy;
+    private final int slots;
+    private Ticker ticker = Ticker.system();
+    /** Guarded as it is set: the limiter keeps it as is. */
+    private RateLimitListener listener = RateLimitListener.NONE;
+
+    private Builder(Policy policy, int slots) {
+      this.policy = Checks.notNull("policy", policy);
+      this.slots = (int) Checks.positive("slots", slots);
+    }
+
+    /** The clock (default {@link Ticker#system()}, monotonic). */
+    public Builder ticker(Ticker ticker) {
+      this.ticker = Checks.notNull("ticker", ticker);
+      return this;
+    }
+
+    /** A listener told about every decision, refund and settlement; keys are passed only if {@code includeKeys}. */
+    public Builder listener(RateLimitListener listener, boolean includeKeys) {
+      this.listener = RateLimitListener.guarded(Checks.notNull("listener", listener), includeKeys);
+      return this;
+    }
+
+    public HashedSlotRateLimiter build() {
+      return new HashedSlotRateLimiter(this, new SecureRandom().nextLong());
     }
   }
 }

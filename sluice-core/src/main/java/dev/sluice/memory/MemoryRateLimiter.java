@@ -8,6 +8,7 @@ import static dev.sluice.memory.EntryLock.unlock;
 import dev.sluice.Algorithm;
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
+import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
@@ -16,6 +17,7 @@ import dev.sluice.Settlement;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
+import dev.sluice.internal.TicketSpending;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import dev.sluice.model.SlidingLogState;
@@ -363,23 +365,35 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     return refundAt(ticket, ticker.nowMicros());
   }
 
+  /**
+   * Refunds one of this limiter's tickets at {@code now}: the rule of every tier
+   * ({@link TicketSpending}), here one locked step on the key's entry.
+   */
   @Override public Refund refundAt(Ticket ticket, long now) {
-    Refund r;
-    try {
-      r = doRefund(ticket, now);
-    } catch (RuntimeException e) {
-      r = Refund.FAILED;
-    }
-    if (listening && ticket != null) {
-      listener.onRefund(ticket.policy(), r);
-    }
-    return r;
+    return TicketSpending.refund(issuer, this, FailureMode.closed(), listener, ticket, now, Checks.validClock(now), this::spend);
   }
 
-  private Refund doRefund(Ticket ticket, long now) {
-    if (!Checks.validClock(now) || !spendable(ticket, now) || !issuer.claim(ticket)) {
-      return Refund.NO_EFFECT;
-    }
+  @Override public Settlement settle(Ticket ticket, long actualPermits) {
+    return settleAt(ticket, actualPermits, ticker.nowMicros());
+  }
+
+  /**
+   * Settles one of this limiter's tickets at {@code now} ({@link ReferenceModel#settle}), under the
+   * rule of every tier ({@link TicketSpending}): one locked step on the key's entry. An overrun on a
+   * key whose entry was reclaimed opens it again (it is charged to the current window); on a full
+   * table it cannot be, and is {@link Settlement#FAILED} (the ticket kept for a retry).
+   */
+  @Override public Settlement settleAt(Ticket ticket, long actualPermits, long now) {
+    return TicketSpending.settle(issuer, this, FailureMode.closed(), listener, ticket, actualPermits, now, Checks.validClock(now),
+        this::spend);
+  }
+
+  /** The memory step of a refund or a settlement, for {@link TicketSpending}. */
+  private Refund spend(Ticket ticket, long delta, boolean refund, long now) {
+    return refund ? giveBack(ticket, -delta, now) : settleStep(ticket, ticket.policy(), delta, now);
+  }
+
+  private Refund giveBack(Ticket ticket, long permits, long now) {
     Policy p = ticket.policy();
     Table t = tables.get(TableKey.of(p));
     Object e = t == null ? null : t.map.get(ticket.key());
@@ -393,9 +407,9 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     Outcome out = new Outcome();
     try {
       if (e instanceof LogEntry log) {
-        log.log.refund((Algorithm.SlidingLog) p.algorithm(), now, ticket.permits(), ticket.stamp(), out);
+        log.log.refund((Algorithm.SlidingLog) p.algorithm(), now, permits, ticket.stamp(), out);
       } else {
-        ReferenceModel.refund(p.algorithm(), w, now, ticket.permits(), ticket.stamp(), out);
+        ReferenceModel.refund(p.algorithm(), w, now, permits, ticket.stamp(), out);
       }
       if (out.wrote()) {
         noteExpiry(t, e, expiresAt(p, e, w)); // a refund can bring a bucket's expiry closer
@@ -406,60 +420,18 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     return out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
   }
 
-  /**
-   * Whether {@code ticket} may change a budget of this limiter at {@code now}: issued by its issuer
-   * for this limiter (a limiter sharing the issuer holds other budgets: issue 26, finding 5), and
-   * within its life. A ticket that may not is left unspent for the limiter it belongs to.
-   */
-  private boolean spendable(Ticket ticket, long now) {
-    return issuer.issued(ticket, this) && ReferenceModel.ticketLive(ticket.policy().algorithm(), ticket.stamp(), now);
-  }
-
-  @Override public Settlement settle(Ticket ticket, long actualPermits) {
-    return settleAt(ticket, actualPermits, ticker.nowMicros());
-  }
-
-  /**
-   * Settles one of this limiter's tickets at {@code now} ({@link ReferenceModel#settle}): one locked
-   * step on the key's entry. An overrun on a key whose entry was reclaimed opens it again (it is
-   * charged to the current window); on a full table it cannot be, and is {@link Settlement#FAILED}.
-   */
-  @Override public Settlement settleAt(Ticket ticket, long actualPermits, long now) {
-    if (ticket == null) {
-      return Settlement.NO_EFFECT;
-    }
-    long delta = Checks.settlementDelta(ticket, actualPermits);
-    Policy p = ticket.policy();
-    Settlement r;
-    try {
-      r = doSettle(ticket, p, delta, now);
-    } catch (RuntimeException e) {
-      r = Settlement.FAILED;
-    }
-    if (listening) {
-      listener.onSettle(p, r);
-    }
-    return r;
-  }
-
-  private Settlement doSettle(Ticket ticket, Policy p, long delta, long now) {
-    if (now <= 0 || !spendable(ticket, now) || !issuer.claim(ticket)) {
-      return Settlement.NO_EFFECT;
-    }
-    if (delta == 0) {
-      return Settlement.NO_EFFECT;
-    }
+  private Refund settleStep(Ticket ticket, Policy p, long delta, long now) {
     Outcome out = new Outcome();
     while (true) {
       Table t = delta > 0 ? table(p, now) : existing(p);
       Object e = t == null ? null : t.map.get(ticket.key());
       if (e == null) {
         if (delta < 0) {
-          return Settlement.NO_EFFECT; // reclaimed: its window ended long ago
+          return Refund.NO_EFFECT; // reclaimed: its window ended long ago
         }
         e = t == null ? null : insert(t, ticket.key(), now);
         if (e == null) {
-          return Settlement.FAILED; // a full table: the overrun cannot be kept
+          return Refund.FAILED; // a full table: the overrun cannot be kept
         }
         if (e == TABLE_GONE) {
           continue;
@@ -469,7 +441,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
       long[] w = words(e);
       if (!lock(w)) {
         if (delta < 0) {
-          return Settlement.NO_EFFECT;
+          return Refund.NO_EFFECT;
         }
         continue; // reclaimed or reset under us: an overrun is charged to a fresh entry
       }
@@ -490,7 +462,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
           evictSiblings(t, ticket.key());
         }
       }
-      return out.wrote() ? Settlement.APPLIED : Settlement.NO_EFFECT;
+      return out.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
     }
   }
 

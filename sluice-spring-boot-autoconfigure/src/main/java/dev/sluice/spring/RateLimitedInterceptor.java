@@ -3,7 +3,7 @@ package dev.sluice.spring;
 import dev.sluice.Decision;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticket;
-import dev.sluice.compose.Composition;
+import dev.sluice.compose.AllOf;
 import dev.sluice.guard.RateLimitExceededException;
 import dev.sluice.http.HttpRateLimit;
 import dev.sluice.internal.Checks;
@@ -15,6 +15,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -42,7 +43,8 @@ import reactor.core.scheduler.Schedulers;
 
 /**
  * Runs {@link RateLimited}: evaluates each annotation's key and permits, charges them (several
- * annotations as one {@link Composition}: all allow or none is charged), then proceeds, calls the
+ * annotations as one {@link AllOf} call, each annotation a charge of its own key and permits: all
+ * allow or none is charged), then proceeds, calls the
  * fallback method, or throws {@link RateLimitExceededException}; after a call that returned, settles
  * the reservation of each annotation with a {@code cost} at that cost. What each annotation means is
  * worked out once per method and class.
@@ -55,6 +57,8 @@ final class RateLimitedInterceptor implements MethodInterceptor {
   private final SpelExpressionParser parser = new SpelExpressionParser();
   private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
   private final Map<Object, Plan> plans = new ConcurrentHashMap<>();
+  /** A cost that failed: the annotation's reservation stays charged. */
+  private static final long KEEP = -1;
 
   RateLimitedInterceptor(RateLimiterRegistry registry, BeanFactory beans) {
     this.registry = registry;
@@ -137,12 +141,12 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     if (plan.reactive) {
       return Reactive.invoke(plan.acquireAsync(ctx), mi, plan, ctx);
     }
-    Decision d = plan.acquire(ctx);
-    if (!d.allowed()) {
-      return refuse(d, mi, plan);
+    AllOf.Result r = plan.acquire(ctx);
+    if (!r.allowed()) {
+      return refuse(r.decision(), mi, plan);
     }
     Object result = mi.proceed(); // a throw keeps the reservation charged
-    plan.settle(d, ctx, result);
+    plan.settle(r, ctx, result);
     return result;
   }
 
@@ -171,12 +175,12 @@ final class RateLimitedInterceptor implements MethodInterceptor {
    */
   private static final class Reactive {
     @SuppressWarnings("unchecked")
-    static Object invoke(Supplier<CompletionStage<Decision>> decision, MethodInvocation mi, Plan plan,
+    static Object invoke(Supplier<CompletionStage<AllOf.Result>> decision, MethodInvocation mi, Plan plan,
         MethodBasedEvaluationContext ctx) {
       return Mono.fromCompletionStage(decision).flatMap(d -> {
         try {
           if (!d.allowed()) {
-            return (Mono<Object>) refuse(d, mi, plan);
+            return (Mono<Object>) refuse(d.decision(), mi, plan);
           }
           Mono<Object> call = (Mono<Object>) mi.proceed();
           if (!plan.costs) {
@@ -205,7 +209,6 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     final boolean costs;
     /** Each cost expression reports its first failure only. */
     final AtomicBoolean[] costWarned;
-    final Composition composition;
 
     Plan(Method invoked, Class<?> targetClass) {
       this.method = ClassUtils.getMostSpecificMethod(invoked, targetClass);
@@ -239,15 +242,6 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       }
       this.costs = anyCost;
       this.fallback = fallbackName.isEmpty() ? null : fallback(targetClass, fallbackName, where);
-      if (limiters.length == 1) {
-        composition = null;
-      } else {
-        Composition.Builder b = Composition.builder();
-        for (int i = 0; i < limiters.length; i++) {
-          b.leg(new ComposedKey.Leg(limiters[i], i));
-        }
-        composition = b.build();
-      }
     }
 
     private Method fallback(Class<?> targetClass, String name, String where) {
@@ -285,26 +279,21 @@ final class RateLimitedInterceptor implements MethodInterceptor {
      * is null, or is outside 0..the policy's limit, {@code Checks.actual}) never fails the call: its
      * reservation stays charged and the expression's first failure is logged.
      */
-    void settle(Decision d, MethodBasedEvaluationContext ctx, Object result) {
+    void settle(AllOf.Result r, MethodBasedEvaluationContext ctx, Object result) {
       if (!costs) {
         return;
       }
-      Ticket t = d.ticket().orElse(null);
-      if (t == null) {
-        return; // allowed without a charge (failure mode open): nothing to settle
-      }
       ctx.setVariable("result", result);
-      long[] actual = new long[limiters.length];
-      for (int i = 0; i < actual.length; i++) {
-        actual[i] = cost[i] == null ? ComposedKey.KEEP : cost(i, ctx);
-      }
-      if (composition == null) {
-        if (actual[0] != ComposedKey.KEEP) {
-          limiters[0].settle(t, actual[0]);
+      for (int i = 0; i < limiters.length; i++) {
+        Ticket t = cost[i] == null ? null : r.legs().get(i).ticket().orElse(null);
+        if (t == null) {
+          continue; // no cost: the reservation stays; no ticket (failure mode open): nothing to settle
         }
-        return;
+        long actual = cost(i, ctx);
+        if (actual != KEEP) {
+          limiters[i].settle(t, actual);
+        }
       }
-      ComposedKey.settle(composition, t, actual);
     }
 
     private long cost(int i, MethodBasedEvaluationContext ctx) {
@@ -321,36 +310,44 @@ final class RateLimitedInterceptor implements MethodInterceptor {
               + cost[i].getExpressionString() + "' failed (" + e.getMessage() + "); the reservation stays charged "
               + "(logged once)", e);
         }
-        return ComposedKey.KEEP;
+        return KEEP;
       }
     }
 
-    /** The decision, asked when the returned supplier is called (keys and permits are evaluated now). */
-    Supplier<CompletionStage<Decision>> acquireAsync(MethodBasedEvaluationContext ctx) {
-      if (composition == null) {
-        String k = key(0, ctx);
-        long n = permits(0, ctx);
-        return () -> limiters[0].tryAcquireAsync(k, n, limiters[0].policy());
+    /**
+     * The decision, asked when the returned supplier is called (keys and permits are evaluated now):
+     * one annotation through its limiter's async method, several as one {@link AllOf} call (in-process
+     * legs are decided on the calling thread, as a composition without shared state decides them).
+     */
+    Supplier<CompletionStage<AllOf.Result>> acquireAsync(MethodBasedEvaluationContext ctx) {
+      List<AllOf.Charge> charges = charges(ctx);
+      if (charges.size() == 1) {
+        AllOf.Charge c = charges.get(0);
+        return () -> c.limiter().tryAcquireAsync(c.key(), c.permits(), c.policy()).thenApply(d -> alone(c, d));
       }
-      String composed = composedKey(ctx);
-      return () -> composition.tryAcquireAsync(composed, 1);
+      return () -> CompletableFuture.completedFuture(AllOf.charge(charges));
     }
 
-    Decision acquire(MethodBasedEvaluationContext ctx) {
-      if (composition == null) {
-        return limiters[0].tryAcquire(key(0, ctx), permits(0, ctx), limiters[0].policy());
+    AllOf.Result acquire(MethodBasedEvaluationContext ctx) {
+      List<AllOf.Charge> charges = charges(ctx);
+      if (charges.size() == 1) {
+        AllOf.Charge c = charges.get(0);
+        return alone(c, c.limiter().tryAcquire(c.key(), c.permits(), c.policy()));
       }
-      return composition.tryAcquire(composedKey(ctx), 1);
+      return AllOf.charge(charges);
     }
 
-    private String composedKey(MethodBasedEvaluationContext ctx) {
-      String[] ks = new String[limiters.length];
-      long[] ps = new long[limiters.length];
-      for (int i = 0; i < ks.length; i++) {
-        ks[i] = key(i, ctx);
-        ps[i] = permits(i, ctx);
+    /** Each annotation a charge: its limiter, its key, its permits. */
+    private List<AllOf.Charge> charges(MethodBasedEvaluationContext ctx) {
+      List<AllOf.Charge> charges = new ArrayList<>(limiters.length);
+      for (int i = 0; i < limiters.length; i++) {
+        charges.add(AllOf.Charge.of(limiters[i], key(i, ctx), permits(i, ctx)));
       }
-      return ComposedKey.of(ks, ps);
+      return charges;
+    }
+
+    private static AllOf.Result alone(AllOf.Charge c, Decision d) {
+      return new AllOf.Result(List.of(c), List.of(d), d);
     }
 
     /** Annotation {@code i}'s key: its expression's result, a computed value ({@link RequestKeys#key(Object)}). */

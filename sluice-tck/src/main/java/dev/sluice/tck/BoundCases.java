@@ -34,7 +34,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * (finding 11), caller strings never become a store failure (finding 10), and bad input is refused
  * with the exact messages of {@code Checks}. Part of {@link RateLimiterContract}.
  */
-public abstract sealed class BoundCases extends OutageCases permits RateLimiterContract {
+public abstract sealed class BoundCases extends OutageCases permits PipelineCases {
 
   BoundCases() {}
 

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.AfterEach;
  * released after each case. A backend never extends this directly: its test class extends
  * {@link RateLimiterContract}, which runs every case. The cases stand one concern a file, in a
  * sealed chain: {@link HotKeyCases}, {@link SettlementCases}, {@link OutageCases},
- * {@link BoundCases}, then {@code RateLimiterContract} (trace replay, tickets, decisions, budgets).
+ * {@link BoundCases}, {@link PipelineCases}, then {@code RateLimiterContract} (trace replay, tickets, decisions, budgets).
  */
 public abstract sealed class KitFixtures permits HotKeyCases {
   /** Start of the kit's clock: an epoch-microsecond instant in 2024 plus a random offset. */
@@ -47,6 +47,15 @@ public abstract sealed class KitFixtures permits HotKeyCases {
    * two with one issuer. A backend whose limiters take no issuer answers empty and skips the case.
    */
   protected Optional<RateLimiter> newLimiterWithIssuer(Policy policy, Ticker ticker, dev.sluice.Ticket.Issuer issuer) {
+    return Optional.empty();
+  }
+
+  /**
+   * A limiter like {@link #newLimiter} that reports to {@code listener} with keys (its builder's
+   * {@code listener(listener, true)}), for {@link PipelineCases}. A backend that answers empty skips
+   * that case; every Sluice backend supplies it.
+   */
+  protected Optional<RateLimiter> newLimiterWithListener(Policy policy, Ticker ticker, dev.sluice.RateLimitListener listener) {
     return Optional.empty();
   }
 

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.sluice.Algorithm;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
@@ -52,6 +53,10 @@ class InMemoryVersionedStoreConformanceTest extends RateLimiterContract {
 
   @Override protected Optional<RateLimiter> newLimiterWithIssuer(Policy policy, Ticker ticker, Ticket.Issuer issuer) {
     return Optional.of(VersionedStoreRateLimiter.builder(policy, store).ticker(ticker).issuer(issuer).build());
+  }
+
+  @Override protected Optional<RateLimiter> newLimiterWithListener(Policy policy, Ticker ticker, RateLimitListener listener) {
+    return Optional.of(VersionedStoreRateLimiter.builder(policy, store).ticker(ticker).listener(listener, true).build());
   }
 
   @Override protected boolean supports(Algorithm algorithm) {

@@ -1,6 +1,7 @@
 package dev.sluice.tck;
 
 import dev.sluice.Policy;
+import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
@@ -16,6 +17,10 @@ class MemoryRateLimiterConformanceTest extends RateLimiterContract {
 
   @Override protected Optional<RateLimiter> newLimiterWithIssuer(Policy policy, Ticker ticker, Ticket.Issuer issuer) {
     return Optional.of(MemoryRateLimiter.builder(policy).ticker(ticker).issuer(issuer).build());
+  }
+
+  @Override protected Optional<RateLimiter> newLimiterWithListener(Policy policy, Ticker ticker, RateLimitListener listener) {
+    return Optional.of(MemoryRateLimiter.builder(policy).ticker(ticker).listener(listener, true).build());
   }
 
   @Override protected OptionalInt maxKeyLength() {

@@ -7,6 +7,7 @@ import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
+import dev.sluice.compose.AllOf;
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RateLimitHeaders;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
@@ -41,7 +42,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * explicit 0 only reads). The overall code is {@code OVER_LIMIT} when any descriptor not in shadow
  * mode is refused. Unlike envoyproxy/ratelimit, which leaves every descriptor charged, a refused
  * request is charged nowhere: the descriptors already charged for it are refunded with their tickets
- * (all-or-nothing, as {@code Composition} does for its legs).
+ * (all-or-nothing: {@link AllOf#refund}, the compensation every all-of call uses).
  *
  * <p>Store failures follow the limiter's failure mode, the one rule: a decision the failure mode
  * refused (closed) is answered with gRPC status {@code UNAVAILABLE}, so Envoy applies its
@@ -268,12 +269,16 @@ final class EnvoyRateLimitService {
       }
     }
     if (refused || failedClosed != null) {
-      // All or nothing: a request that does not pass is charged nowhere.
-      for (Decision dec : decisions) {
-        if (dec != null && dec.allowed()) {
-          dec.ticket().ifPresent(limiter::refund);
+      // All or nothing: a request that does not pass is charged nowhere (AllOf's compensation).
+      List<AllOf.Charge> charged = new ArrayList<>(n);
+      List<Decision> allowed = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        if (decisions[i] != null && decisions[i].allowed() && decisions[i].ticket().isPresent()) {
+          charged.add(new AllOf.Charge(limiter, limits[i].key(), hits[i], limits[i].policy()));
+          allowed.add(decisions[i]);
         }
       }
+      AllOf.refund(charged, allowed);
     }
     if (failedClosed != null) {
       throw new Refusal(Status.UNAVAILABLE.withDescription("the rate-limit store could not decide ("
@@ -315,20 +320,14 @@ final class EnvoyRateLimitService {
   }
 
   /**
-   * The decision whose limit headers the response carries: a refusal that counts (the longest wait)
-   * over any allowance, else the allowance with the fewest permits left.
+   * The decision whose limit headers the response carries: of the decisions the store made on the
+   * primary path that count (not a shadow-mode refusal), the most restrictive ({@link AllOf#mostRestrictive}).
    */
   private static Decision moreTelling(Decision current, Decision candidate, boolean counts) {
     if (candidate.path() != Path.PRIMARY || (!candidate.allowed() && !counts)) {
       return current;
     }
-    if (current == null) {
-      return candidate;
-    }
-    if (!candidate.allowed()) {
-      return current.allowed() || candidate.retryAfterMicros() > current.retryAfterMicros() ? candidate : current;
-    }
-    return current.allowed() && candidate.remaining() < current.remaining() ? candidate : current;
+    return current == null ? candidate : AllOf.mostRestrictive(current, candidate);
   }
 
   /** Charges (or, for 0 hits, reads) one descriptor; null when the hits can never fit or the key is refused. */
