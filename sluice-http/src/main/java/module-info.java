@@ -4,6 +4,8 @@
  */
 module dev.sluice.http {
   requires transitive dev.sluice.core;
+  // The after-response refund rule and the words of reasons and paths, shared with every front end.
+  requires dev.sluice.kernel;
   requires transitive jdk.httpserver;
   // Provided by the servlet container; only RateLimitServletFilter touches it.
   requires static transitive jakarta.servlet;
