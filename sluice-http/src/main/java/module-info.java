@@ -11,4 +11,7 @@ module dev.sluice.http {
   requires static transitive jakarta.servlet;
 
   exports dev.sluice.http;
+  // What a servlet front end of Sluice's own needs and a user does not (the servlet request as the key
+  // resolvers see it, a refusal written as its verdict): the Spring starter's filter only. Not API.
+  exports dev.sluice.http.frontend to dev.sluice.spring.autoconfigure;
 }

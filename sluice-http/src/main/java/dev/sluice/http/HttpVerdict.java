@@ -145,16 +145,6 @@ public final class HttpVerdict {
     return reason.isFailure() && reason != Reason.CONTENTION;
   }
 
-  /** How a reason is spelled in JSON: the enum name in lower case, {@code limit_exceeded} (the kernel's {@link DecisionWords}). */
-  public static String code(Reason reason) {
-    return DecisionWords.of(reason);
-  }
-
-  /** How a path is spelled in JSON: {@code failure_mode} (the kernel's {@link DecisionWords}). */
-  public static String code(Path path) {
-    return DecisionWords.of(path);
-  }
-
   /** The {@code Retry-After} of a refusal: whole seconds, rounded up, at least 1; 0 when allowed. */
   public static long retryAfterSeconds(Decision d) {
     return d.allowed() ? 0 : Math.max(1, RateLimitHeaders.ceilDiv(d.retryAfterMicros(), 1_000_000L));
