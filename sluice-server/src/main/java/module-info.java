@@ -7,6 +7,7 @@ module dev.sluice.server {
   requires dev.sluice.core;
   requires dev.sluice.redis;
   requires dev.sluice.jdbc;
+  requires dev.sluice.kernel;
   requires dev.sluice.http;
   requires dev.sluice.micrometer;
   requires lettuce.core;

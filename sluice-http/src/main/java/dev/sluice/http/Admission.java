@@ -3,6 +3,7 @@ package dev.sluice.http;
 import dev.sluice.Decision;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
+import dev.sluice.kernel.RefundRule;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 
@@ -79,6 +80,6 @@ final class Admission {
 
   /** True when the handler's outcome matters: a refund option or a cost to settle. */
   boolean refundsPossible() {
-    return config.skipFailed || config.skipSuccessful || config.usage != null;
+    return config.refundRule != RefundRule.NEVER || config.usage != null;
   }
 }

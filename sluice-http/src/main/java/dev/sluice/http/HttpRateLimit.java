@@ -8,6 +8,7 @@ import dev.sluice.Reason;
 import dev.sluice.Ticker;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.Keys;
+import dev.sluice.kernel.RefundRule;
 import dev.sluice.memory.CeilingRateLimiter;
 
 /**
@@ -57,8 +58,7 @@ public final class HttpRateLimit {
   /** The client's budget and the ceiling, charged together; null without a ceiling. */
   final CeilingRateLimiter ceiling;
   final RateLimitHeaders headers;
-  final boolean skipFailed;
-  final boolean skipSuccessful;
+  final RefundRule refundRule;
   final Ticker ticker;
   /** Permits a request reserves: 1, or the estimate of {@link Builder#cost}. */
   final long reserve;
@@ -73,8 +73,8 @@ public final class HttpRateLimit {
     this.ceilingPolicy = b.ceilingPolicy;
     this.ceiling = b.ceiling;
     this.headers = b.headers;
-    this.skipFailed = b.skipFailed;
-    this.skipSuccessful = b.skipSuccessful;
+    this.refundRule = RefundRule.of(b.skipFailed, b.skipSuccessful, "skipFailedRequests and skipSuccessfulRequests are both set; "
+        + "then only 4xx answers would count: choose one");
     this.ticker = b.ticker;
     this.reserve = b.reserve;
     this.usage = b.usage;
@@ -96,9 +96,9 @@ public final class HttpRateLimit {
 
   public RateLimitHeaders headers() { return headers; }
 
-  public boolean skipFailedRequests() { return skipFailed; }
+  public boolean skipFailedRequests() { return refundRule == RefundRule.ON_FAILURE; }
 
-  public boolean skipSuccessfulRequests() { return skipSuccessful; }
+  public boolean skipSuccessfulRequests() { return refundRule == RefundRule.ON_SUCCESS; }
 
   /** The request attribute or response header a request's actual cost is settled from, or null. */
   public String usageName() { return usage; }
@@ -111,13 +111,11 @@ public final class HttpRateLimit {
   /**
    * Whether a request's permits are given back once its handler finished: it threw ({@code threw})
    * or answered {@code status} (negative when unknown). True under {@code skipFailedRequests} when it
-   * threw or answered 5xx, under {@code skipSuccessfulRequests} when it answered below 400. The one
-   * rule for every front end (these filters, the Spring starter's).
+   * threw or answered 5xx, under {@code skipSuccessfulRequests} when it answered below 400: the
+   * kernel's {@link RefundRule}, the one rule of every front end.
    */
   public boolean refunds(boolean threw, int status) {
-    boolean failed = threw || status >= 500;
-    boolean succeeded = !threw && status > 0 && status < 400;
-    return (skipFailed && failed) || (skipSuccessful && succeeded);
+    return refundRule.refunds(threw, status);
   }
 
   /**
@@ -244,10 +242,8 @@ public final class HttpRateLimit {
     }
 
     public HttpRateLimit build() {
-      if (skipFailed && skipSuccessful) {
-        throw new IllegalStateException("skipFailedRequests and skipSuccessfulRequests are both set; "
-            + "then only 4xx answers would count: choose one");
-      }
+      RefundRule.of(skipFailed, skipSuccessful, "skipFailedRequests and skipSuccessfulRequests are both set; "
+          + "then only 4xx answers would count: choose one");
       Policy client = policy != null ? policy : limiter.policy();
       Checks.permits(reserve, client.limit(), client.name());
       if (ceilingPolicy != null) {

@@ -5,6 +5,7 @@ import dev.sluice.Path;
 import dev.sluice.Reason;
 import dev.sluice.guard.RateLimitExceededException;
 import dev.sluice.internal.Checks;
+import dev.sluice.kernel.DecisionWords;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -144,16 +145,6 @@ public final class HttpVerdict {
     return reason.isFailure() && reason != Reason.CONTENTION;
   }
 
-  /** How a reason is spelled in JSON: the enum name in lower case, {@code limit_exceeded}. */
-  public static String code(Reason reason) {
-    return reason.name().toLowerCase(Locale.ROOT);
-  }
-
-  /** How a path is spelled in JSON: {@code failure_mode}. */
-  public static String code(Path path) {
-    return path.name().toLowerCase(Locale.ROOT);
-  }
-
   /** The {@code Retry-After} of a refusal: whole seconds, rounded up, at least 1; 0 when allowed. */
   public static long retryAfterSeconds(Decision d) {
     return d.allowed() ? 0 : Math.max(1, RateLimitHeaders.ceilDiv(d.retryAfterMicros(), 1_000_000L));
@@ -171,9 +162,9 @@ public final class HttpVerdict {
   private static Map<String, Object> fields(Decision d) {
     Map<String, Object> f = new LinkedHashMap<>();
     f.put("allowed", d.allowed());
-    f.put("reason", code(d.reason()));
+    f.put("reason", DecisionWords.of(d.reason()));
     if (d.path() != Path.PRIMARY) {
-      f.put("path", code(d.path()));
+      f.put("path", DecisionWords.of(d.path()));
     }
     f.put("policy", d.policy().name());
     if (hasLimits(d)) {
@@ -192,7 +183,7 @@ public final class HttpVerdict {
     long s = retryAfterSeconds(d);
     String wait = s + (s == 1 ? " second." : " seconds.");
     if (isOutage(d.reason())) {
-      return "The rate limiter for policy '" + policy + "' could not decide (" + code(d.reason())
+      return "The rate limiter for policy '" + policy + "' could not decide (" + DecisionWords.of(d.reason())
           + "); this is not a limit you exceeded. Retry after " + wait;
     }
     return switch (d.reason()) {

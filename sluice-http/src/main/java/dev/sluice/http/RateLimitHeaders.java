@@ -147,7 +147,7 @@ public final class RateLimitHeaders {
   }
 
   /** {@code "api";q=100;w=60}. Policy names need no escaping: they are {@code [A-Za-z0-9._:-]}. */
-  public static String policyItem(Decision d) {
+  static String policyItem(Decision d) {
     return "\"" + d.policy().name() + "\";q=" + d.limit() + ";w=" + windowSeconds(d.policy());
   }
 

@@ -1,5 +1,6 @@
 package dev.sluice.http;
 
+import dev.sluice.http.frontend.ServletAnswers;
 import dev.sluice.internal.Checks;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
@@ -12,10 +13,6 @@ import jakarta.servlet.ServletResponse;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
-import java.security.Principal;
-import java.util.Collections;
-import java.util.Enumeration;
-import java.util.List;
 import java.util.function.Function;
 
 /**
@@ -43,9 +40,9 @@ public final class RateLimitServletFilter implements Filter {
       chain.doFilter(req, res);
       return;
     }
-    Admission admission = rateLimit.admit(new View(request));
+    Admission admission = rateLimit.admit(ServletAnswers.view(request));
     if (!admission.verdict.allowed()) {
-      refuse(response, admission.verdict);
+      ServletAnswers.refuse(response, admission.verdict);
       return;
     }
     admission.headers(response::setHeader);
@@ -87,50 +84,4 @@ public final class RateLimitServletFilter implements Filter {
   }
 
   private static final Function<String, Object> NO_USAGE = name -> null;
-  /**
-   * Answers a refused request with {@code verdict}: its status, headers and problem body (for a front
-   * end of one's own, such as the Spring starter's, so that every servlet answer is written alike).
-   */
-  public static void refuse(HttpServletResponse response, HttpVerdict verdict) throws IOException {
-    if (verdict.allowed()) {
-      throw new IllegalArgumentException("the verdict allows the request; only a refusal is written as the answer");
-    }
-    response.setStatus(verdict.status());
-    for (HttpVerdict.Header h : verdict.headers()) {
-      response.setHeader(h.name(), h.value());
-    }
-    byte[] body = verdict.bodyBytes();
-    response.setContentType(HttpVerdict.PROBLEM_JSON);
-    response.setContentLength(body.length);
-    response.getOutputStream().write(body);
-  }
-
-  /** {@code request} as the key resolvers see it (for a front end of one's own, such as the Spring starter's). */
-  public static RequestView view(HttpServletRequest request) {
-    return new View(Checks.notNull("request", request));
-  }
-
-  /** A servlet request as the key resolvers see it. */
-  private static final class View implements RequestView {
-    private final HttpServletRequest r;
-
-    View(HttpServletRequest r) {
-      this.r = r;
-    }
-
-    @Override public String remoteAddress() { return r.getRemoteAddr(); }
-
-    @Override public String header(String name) { return r.getHeader(name); }
-
-    @Override public List<String> headers(String name) {
-      Enumeration<String> e = r.getHeaders(name);
-      return e == null ? List.of() : Collections.list(e);
-    }
-
-    @Override public Principal principal() { return r.getUserPrincipal(); }
-
-    @Override public String method() { return r.getMethod(); }
-
-    @Override public String path() { return r.getRequestURI(); }
-  }
 }

@@ -224,6 +224,6 @@ class HttpVerdictTest {
   @Test void jsonStringsAreEscaped() {
     assertThat(HttpVerdict.json(new java.util.LinkedHashMap<>(Map.of("a", "q\"b\\s\n")))).isEqualTo("{\"a\":\"q\\\"b\\\\s\\u000a\"}");
     assertThat(HttpVerdict.json(new java.util.LinkedHashMap<>(Map.of("n", 1L)))).isEqualTo("{\"n\":1}");
-    assertThat(List.of(Reason.LIMIT_EXCEEDED, Reason.KEY_TABLE_FULL).stream().map(HttpVerdict::code)).containsExactly("limit_exceeded", "key_table_full");
+    assertThat(List.of(Reason.LIMIT_EXCEEDED, Reason.KEY_TABLE_FULL).stream().map(dev.sluice.kernel.DecisionWords::of)).containsExactly("limit_exceeded", "key_table_full");
   }
 }

@@ -15,6 +15,9 @@ import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RateLimitHeaders;
 import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
+import dev.sluice.kernel.PolicyTable;
+import dev.sluice.kernel.Readiness;
+import dev.sluice.kernel.Store;
 import dev.sluice.memory.MemoryRateLimiter;
 import io.micrometer.core.instrument.Timer;
 import java.io.IOException;
@@ -73,6 +76,8 @@ final class ApiHandler extends Handler.Abstract {
 
   /** The policies in force: replaced whole by {@link #reload}, read once per request. */
   private volatile Map<String, Entry> entries;
+  /** The kernel's table behind {@link #entries}: what a reload keeps. */
+  private PolicyTable<ServerMetrics.PolicyMeters> table;
   private final Store store;
   private final Ticker ticker;
   private final TicketCodec tickets;
@@ -111,34 +116,28 @@ final class ApiHandler extends Handler.Abstract {
   }
 
   /**
-   * Puts {@code policies} in force. A budget is its policy's name and the key, so a policy whose name
-   * stays keeps its limiter and its counts (other numbers apply at the key's next hit, as a per-call
-   * override does); a new name gets a limiter, a dropped one is no longer served. Returns what changed.
+   * Puts {@code policies} in force through the kernel's {@link PolicyTable}: a policy whose name stays
+   * keeps its limiter, its counts and its meters; a new name gets a limiter of the store and meters.
+   * Returns what changed.
    */
   synchronized String reload(List<Policy> policies) {
-    store.check(policies);
-    Map<String, Entry> old = entries;
-    Map<String, Entry> m = new LinkedHashMap<>();
-    List<String> added = new java.util.ArrayList<>();
-    List<String> changed = new java.util.ArrayList<>();
-    for (Policy p : policies) {
-      Entry was = old.get(p.name());
-      RateLimiter limiter;
-      if (was != null) {
-        limiter = was.limiter();
-        if (!was.policy().equals(p)) {
-          changed.add(p.name());
-        }
-      } else {
-        limiter = store.limiter(p, metrics.listener());
-        if (limiter instanceof MemoryRateLimiter memory) {
-          metrics.trackedKeys(p.name(), memory::trackedKeys);
-        }
-        added.add(p.name());
-      }
-      m.put(p.name(), new Entry(p, limiter, was != null ? was.meters() : metrics.forPolicy(p), AlgorithmKind.quotaMicros(p.algorithm())));
+    PolicyTable.Change change;
+    if (table == null) {
+      table = new PolicyTable<>(store, policies, metrics::forPolicy, meters -> metrics.listener());
+      change = new PolicyTable.Change(List.of(), policies.stream().map(Policy::name).toList(), List.of());
+    } else {
+      change = table.reload(policies);
     }
-    List<String> removed = old.keySet().stream().filter(n -> !m.containsKey(n)).toList();
+    Map<String, Entry> m = new LinkedHashMap<>();
+    for (PolicyTable.Entry<ServerMetrics.PolicyMeters> e : table.entries().values()) {
+      Policy p = e.policy();
+      m.put(p.name(), new Entry(p, e.limiter(), e.attachment(), AlgorithmKind.quotaMicros(p.algorithm())));
+    }
+    for (String added : change.added()) {
+      if (m.get(added).limiter() instanceof MemoryRateLimiter memory) {
+        metrics.trackedKeys(added, memory::trackedKeys);
+      }
+    }
     this.policiesBody = write(g -> {
       g.writeStartObject();
       g.writeStringField("store", store.name());
@@ -150,11 +149,7 @@ final class ApiHandler extends Handler.Abstract {
       g.writeEndObject();
     });
     this.entries = java.util.Collections.unmodifiableMap(m);
-    return "changed: " + names(changed) + "; added: " + names(added) + "; removed: " + names(removed);
-  }
-
-  private static String names(List<String> names) {
-    return names.isEmpty() ? "none" : String.join(", ", names);
+    return change.toString();
   }
 
   /** The policies in force, as {@code GET /v1/policies} lists them. */
@@ -480,7 +475,7 @@ final class ApiHandler extends Handler.Abstract {
 
   /** The limiter's own ticket for what a service ticket claims: what its refund or settlement spends. */
   private Ticket ticketOf(Entry e, TicketCodec.Claims c) {
-    return store.issuer.restore(e.policy(), c.key(), c.permits(), c.stamp(), c.ticketId());
+    return store.issuer().restore(e.policy(), c.key(), c.permits(), c.stamp(), c.ticketId());
   }
 
   /** Why a ticket may not be spent now: {@code failed} (503, try again) or not (no effect, final). */

@@ -2,12 +2,13 @@ package dev.sluice.server;
 
 import dev.sluice.Policy;
 import dev.sluice.http.RateLimitHeaders;
+import dev.sluice.kernel.HeaderFamily;
+import dev.sluice.kernel.Store;
 import dev.sluice.server.envoy.EnvoyConfig;
 import dev.sluice.server.envoy.EnvoyGrpcServer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Locale;
 
 /** {@code sluice serve}'s Envoy options, checked before anything starts, and the gRPC server they describe. */
 record Envoy(EnvoyConfig config, int port, RateLimitHeaders headers) {
@@ -28,12 +29,8 @@ record Envoy(EnvoyConfig config, int port, RateLimitHeaders headers) {
 
   /** {@code --envoy-headers}: the header families, null for none; checked even when Envoy's API is off. */
   static RateLimitHeaders headerFamilies(String headers) {
-    return switch (headers.trim().toLowerCase(Locale.ROOT)) {
-      case "ietf" -> RateLimitHeaders.of(true, false);
-      case "all" -> RateLimitHeaders.all();
-      case "none" -> null;
-      default -> throw new IllegalArgumentException("--envoy-headers '" + headers + "' is unknown; use ietf, all or none");
-    };
+    HeaderFamily f = HeaderFamily.parse("--envoy-headers", headers);
+    return f == HeaderFamily.NONE ? null : RateLimitHeaders.of(f.ietf(), f.legacy());
   }
 
   /** Refuses a policy of {@code --config} named like a rule's policy: a name is a budget, and the two would share one. */

@@ -4,6 +4,10 @@ import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
 import dev.sluice.internal.FailureModeWords;
+import dev.sluice.kernel.PostgresStore;
+import dev.sluice.kernel.Store;
+import dev.sluice.kernel.StoreFactory;
+import dev.sluice.kernel.StoreOptions;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -83,7 +87,7 @@ final class ServeCommand implements Callable<Integer> {
   Integer grpcPort;
 
   @Option(names = "--envoy-headers", defaultValue = "ietf", paramLabel = "SET",
-      description = "Headers ShouldRateLimit asks Envoy to add: ietf (RateLimit, RateLimit-Policy), all (also X-RateLimit-*), none. Default: ${DEFAULT-VALUE}.")
+      description = "Headers ShouldRateLimit asks Envoy to add: ietf (RateLimit, RateLimit-Policy), legacy (X-RateLimit-*), all (both), none. Default: ${DEFAULT-VALUE}.")
   String envoyHeaders;
 
   @Option(names = "--ticket-keys", paramLabel = "FILE",
@@ -144,7 +148,7 @@ final class ServeCommand implements Callable<Integer> {
     storeTimeout();
     failureModes();
     Durations.parse("--sweep-interval", sweepInterval);
-    Store.MemoryStore.check(maxKeys, maxKeyLength);
+    checkMemory(maxKeys, maxKeyLength);
     Envoy.headerFamilies(envoyHeaders);
   }
 
@@ -169,12 +173,50 @@ final class ServeCommand implements Callable<Integer> {
     return FailureModeWords.parse("--failure-mode", failureMode, new ThrottledAlert(), maxKeys);
   }
 
-  private Store store() {
-    if (redis == null && postgres == null) {
-      return Store.memory(maxKeys, maxKeyLength, Ticker.system());
+  /** The rules of {@code --max-keys} and {@code --max-key-length}, checked whichever store runs (a flag is never accepted unread). */
+  static void checkMemory(int maxKeys, int maxKeyLength) {
+    if (maxKeys < 1) {
+      throw new IllegalArgumentException("--max-keys " + maxKeys + " is not positive; it must be at least 1");
     }
-    return redis != null ? Store.redis(redis, failureModes(), storeTimeout())
-        : Store.postgres(postgres, postgresTable, failureModes(), storeTimeout(), Durations.parse("--sweep-interval", sweepInterval));
+    if (maxKeyLength < 1) {
+      throw new IllegalArgumentException("--max-key-length " + maxKeyLength + " is not positive; it must be at least 1");
+    }
+    if (maxKeyLength > TicketCodec.MAX_MEMORY_KEY_LENGTH) {
+      // A memory-store ticket carries the key itself (the tier is keyed by it); past this, a refund body would exceed 64 KiB.
+      throw new IllegalArgumentException("--max-key-length " + maxKeyLength + " exceeds " + TicketCodec.MAX_MEMORY_KEY_LENGTH
+          + ", the longest key whose refund ticket fits a request body; for longer keys use --redis or --postgres, which hash keys");
+    }
+  }
+
+  /**
+   * The store the flags name, opened by the kernel's factory of that name; a wrong URL or table is
+   * refused naming its flag.
+   */
+  private Store store() {
+    StoreOptions options = StoreOptions.defaults().withFailureModes(failureModes()).withTimeout(storeTimeout())
+        .withMemory(maxKeys, maxKeyLength, Ticker.system())
+        .withTable(postgresTable, Durations.parse("--sweep-interval", sweepInterval));
+    if (redis != null) {
+      try {
+        return StoreFactory.named("redis").open(options.withUrl(redis));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("--redis " + e.getMessage(), e);
+      }
+    }
+    if (postgres != null) {
+      try {
+        PostgresStore.checkUrl(postgres);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("--postgres " + e.getMessage(), e);
+      }
+      try {
+        PostgresStore.checkTable(postgresTable);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("--postgres-table: " + e.getMessage(), e);
+      }
+      return StoreFactory.named("postgres").open(options.withUrl(postgres));
+    }
+    return StoreFactory.named("memory").open(options);
   }
 
   /** Logs the open failure mode's admissions, at most once per 10 seconds, so an outage does not flood the log. */

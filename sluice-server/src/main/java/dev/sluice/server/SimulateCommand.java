@@ -85,7 +85,7 @@ final class SimulateCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--max-keys " + maxKeys + " is not positive; it must be at least 1");
     }
     List<Simulation.Result> results = Simulation.run(traffic, policies, binMicros,
-        (policy, ticker) -> Store.memoryLimiter(policy, ticker, maxKeys), bar, Simulation.SETTLING);
+        (policy, ticker) -> dev.sluice.memory.MemoryRateLimiter.builder(policy).ticker(ticker).maxKeys(maxKeys).build(), bar, Simulation.SETTLING);
     Path png = out != null ? out : Path.of("simulate-" + p.id() + ".png");
     String subtitle = p == Traffic.Pattern.LLM
         ? p.description + "; " + traffic.size() + " calls reserving " + traffic.estimate + " each; dashed lines: window boundaries\n"

@@ -2,6 +2,8 @@ package dev.sluice.server;
 
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
+import dev.sluice.kernel.Readiness;
+import dev.sluice.kernel.Store;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
@@ -54,7 +56,7 @@ public final class SluiceServer implements AutoCloseable {
   /** Most acquires outstanding on the store at once before new ones are shed with 503 {@code overloaded}. */
   static final int DEFAULT_MAX_PENDING = 4096;
 
-  /** With {@code ticketKeys} shared by every instance, a ticket refunds at any of them (once: see {@link Store#spentSet}). */
+  /** With {@code ticketKeys} shared by every instance, a ticket refunds at any of them (once: see {@link SpentSet#of}). */
   SluiceServer(List<Policy> policies, Store store, String host, int port, Duration stopTimeout, Ticker ticker,
                int spentTicketCapacity, TicketKeys ticketKeys, int maxPending) {
     store.check(policies);
@@ -83,7 +85,7 @@ public final class SluiceServer implements AutoCloseable {
     if (spentTicketCapacity < 1) {
       throw new IllegalArgumentException("spent-ticket capacity " + spentTicketCapacity + " is not positive; it must be at least 1");
     }
-    api = new ApiHandler(policies, store, ticker, new TicketCodec(ticketKeys, store.shared()), store.spentSet(spentTicketCapacity),
+    api = new ApiHandler(policies, store, ticker, new TicketCodec(ticketKeys, store.shared()), SpentSet.of(store, spentTicketCapacity),
         metrics, readiness, maxPending);
     metrics.jetty(threads);
     inFlight = new InFlightHandler(new Handler.Abstract() {

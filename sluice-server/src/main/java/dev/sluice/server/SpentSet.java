@@ -22,6 +22,15 @@ interface SpentSet {
     @Override public void unmark(String id) {}
   };
 
+  /**
+   * Where {@code store}'s refunded tickets are remembered: in the process for a store of one process
+   * (at most {@code capacity} live ones); for a shared one, by the limiter's store step itself, so that
+   * a ticket refunds once across every instance.
+   */
+  static SpentSet of(dev.sluice.kernel.Store store, int capacity) {
+    return store.shared() ? IN_THE_STORE : new SpentTickets(capacity);
+  }
+
   /** What marking a ticket found. */
   enum Mark {
     /** Not spent before; now it is. */

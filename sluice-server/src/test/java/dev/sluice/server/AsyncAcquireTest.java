@@ -10,6 +10,7 @@ import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
+import dev.sluice.kernel.Store;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
@@ -43,13 +44,13 @@ class AsyncAcquireTest {
       }
     }
 
-    @Override String name() { return "gated"; }
+    @Override public String name() { return "gated"; }
 
-    @Override String describe() { return "a memory store whose async decisions wait for the test"; }
+    @Override public String describe() { return "a memory store whose async decisions wait for the test"; }
 
-    @Override boolean shared() { return false; }
+    @Override public boolean shared() { return false; }
 
-    @Override RateLimiter limiter(Policy policy, RateLimitListener listener) {
+    @Override public RateLimiter limiter(Policy policy, RateLimitListener listener) {
       RateLimiter real = memory.limiter(policy, listener);
       return new RateLimiter() {
         @Override public Policy policy() { return real.policy(); }

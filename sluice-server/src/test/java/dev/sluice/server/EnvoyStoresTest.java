@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Ticker;
+import dev.sluice.kernel.Store;
 import dev.sluice.server.envoy.EnvoyClient;
 import dev.sluice.server.envoy.EnvoyGrpcServer;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;

@@ -149,7 +149,7 @@ class EnvoyTwoProcessTest {
             + " replaces, sluice");
     assertThat(ServeProcessTest.runErr("serve", "--config", config.toString(), "--envoy-config", envoy.toString(), "--grpc-port", "0",
         "--envoy-headers", "some"))
-        .isEqualTo("sluice: --envoy-headers 'some' is unknown; use ietf, all or none");
+        .isEqualTo("sluice: --envoy-headers 'some' is unknown; use ietf, legacy, all or none");
     Path clash = dir.resolve("clash.yaml");
     Files.writeString(clash, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n");
     Files.writeString(dir.resolve("clash-policies.yaml"), "policies:\n  - {name: d.k, algorithm: fixed-window, limit: 1, window: 1s}\n");

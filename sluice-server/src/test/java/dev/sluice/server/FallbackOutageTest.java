@@ -3,6 +3,7 @@ package dev.sluice.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sluice.kernel.Store;
 import dev.sluice.tck.FaultProxy;
 import java.net.URI;
 import java.net.http.HttpResponse;

@@ -24,6 +24,7 @@ import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RateLimitHeaders;
 import dev.sluice.http.RateLimitHttpFilter;
 import dev.sluice.http.RateLimitServletFilter;
+import dev.sluice.kernel.Store;
 import dev.sluice.mcp.AccountResolver;
 import dev.sluice.mcp.RateLimitedTools;
 import io.modelcontextprotocol.client.McpClient;
@@ -219,13 +220,13 @@ class FrontEndsAgreeTest {
     jdkApp = URI.create("http://127.0.0.1:" + jdk.getAddress().getPort() + "/ok");
 
     Store fixed = new Store() {
-      @Override String name() { return "fixed"; }
+      @Override public String name() { return "fixed"; }
 
-      @Override String describe() { return "a limiter that answers what the test says"; }
+      @Override public String describe() { return "a limiter that answers what the test says"; }
 
-      @Override boolean shared() { return false; }
+      @Override public boolean shared() { return false; }
 
-      @Override RateLimiter limiter(Policy policy, RateLimitListener listener) { return limiter; }
+      @Override public RateLimiter limiter(Policy policy, RateLimitListener listener) { return limiter; }
     };
     service = new SluiceServer(List.of(API), fixed, "127.0.0.1", 0, Duration.ofSeconds(5), ticker, 100).start();
   }

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
+import dev.sluice.kernel.Store;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
@@ -158,7 +159,7 @@ class ServerApiTest {
       assertThat(refund.statusCode()).as(refund.body()).isEqualTo(200);
       assertThat(json(refund).get("result").textValue()).isEqualTo("applied");
     }
-    assertThatThrownBy(() -> Store.memory(1000, longest + 1, t)).hasMessage("--max-key-length 16001 exceeds 16000, the longest key"
+    assertThatThrownBy(() -> ServeCommand.checkMemory(1000, longest + 1)).hasMessage("--max-key-length 16001 exceeds 16000, the longest key"
         + " whose refund ticket fits a request body; for longer keys use --redis or --postgres, which hash keys");
   }
 

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
+import dev.sluice.kernel.Store;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -114,7 +115,7 @@ class ServiceEdgesTest {
     assertThat(ServeProcessTest.runErr("serve", "--config", config, "--failure-mode", "maybe"))
         .isEqualTo("sluice: --failure-mode 'maybe' is unknown; use closed, open or fallback");
     assertThat(ServeProcessTest.runErr("serve", "--config", config, "--envoy-headers", "weird"))
-        .isEqualTo("sluice: --envoy-headers 'weird' is unknown; use ietf, all or none");
+        .isEqualTo("sluice: --envoy-headers 'weird' is unknown; use ietf, legacy, all or none");
     assertThat(ServeProcessTest.runErr("serve", "--config", config, "--store-timeout", "0ms"))
         .isEqualTo("sluice: --store-timeout 0ms is under 1 ms; give the store at least 1ms");
     assertThat(ServeProcessTest.runErr("serve", "--config", config, "--sweep-interval", "soon"))

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
+import dev.sluice.kernel.Store;
 import dev.sluice.tck.FaultProxy;
 import java.net.URI;
 import java.net.URLEncoder;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
+import dev.sluice.kernel.Store;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

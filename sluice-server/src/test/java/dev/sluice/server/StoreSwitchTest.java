@@ -8,6 +8,7 @@ import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
 import dev.sluice.internal.FailureModeWords;
+import dev.sluice.kernel.Store;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.URI;

@@ -9,6 +9,7 @@ import dev.sluice.http.KeyResolver;
 import dev.sluice.http.RateLimitHeaders;
 import dev.sluice.http.RequestView;
 import dev.sluice.http.TrustedProxies;
+import dev.sluice.kernel.HeaderFamily;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -98,10 +99,9 @@ final class HttpRules {
       }
       BeanFactoryResolver beanResolver = new BeanFactoryResolver(beans);
       KeyResolver resolver = view -> evaluate(key, beanResolver, new RequestKeys(view, address));
-      boolean ietf = r.getHeaders().contains(SluiceProperties.HeaderFamily.IETF);
-      boolean legacy = r.getHeaders().contains(SluiceProperties.HeaderFamily.LEGACY);
+      HeaderFamily families = HeaderFamily.union(r.getHeaders());
       this.rateLimit = HttpRateLimit.builder(limiter).policy(policy).keyResolver(resolver)
-          .headers(RateLimitHeaders.of(ietf, legacy)).skipSuccessfulRequests(r.isSkipOnSuccess())
+          .headers(RateLimitHeaders.of(families.ietf(), families.legacy())).skipSuccessfulRequests(r.isSkipOnSuccess())
           .skipFailedRequests(r.isSkipOnFailure()).build();
       PathPatternParser pp = new PathPatternParser();
       List<PathPattern> ps = new ArrayList<>();

@@ -5,39 +5,36 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Refund;
+import dev.sluice.kernel.PolicyTable;
+import dev.sluice.kernel.Store;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.function.BiFunction;
 
 /**
  * The application's limiters, one per policy of {@code sluice.policies}, by policy name. Each is a
  * plain Sluice {@link RateLimiter} of the configured store (a {@code MemoryRateLimiter},
  * {@code RedisRateLimiter} or {@code JdbcRateLimiter}), also a bean of its own:
  * {@code @Qualifier("login") RateLimiter login}. Counts every limiter's decisions per policy for the
- * {@code ratelimits} Actuator endpoint.
+ * {@code ratelimits} Actuator endpoint. The limiters are the kernel's {@link PolicyTable} over the
+ * store, which closes them.
  */
 public final class RateLimiterRegistry implements AutoCloseable {
   private final String store;
+  private final PolicyTable<Counts> table;
   private final Map<String, RateLimiter> limiters;
-  private final Map<String, Counts> counts = new ConcurrentHashMap<>();
 
   /**
-   * Builds one limiter per policy with {@code factory}, which is handed the policy and the listener
-   * the limiter must report to (this registry's counts, then {@code next}).
+   * One limiter per policy of {@code store}, each reporting to this registry's counts, then to
+   * {@code next}; {@code name} is the store's name as the endpoint and the health report it.
    */
-  RateLimiterRegistry(String store, List<Policy> policies, RateLimitListener next,
-      BiFunction<Policy, RateLimitListener, RateLimiter> factory) {
-    this.store = store;
+  RateLimiterRegistry(String name, Store store, List<Policy> policies, RateLimitListener next) {
+    this.store = name;
+    this.table = new PolicyTable<>(store, policies, p -> new Counts(next), c -> c);
     Map<String, RateLimiter> m = new LinkedHashMap<>();
-    for (Policy p : policies) {
-      Counts c = new Counts(next);
-      counts.put(p.name(), c);
-      m.put(p.name(), factory.apply(p, c));
-    }
+    table.entries().forEach((policy, e) -> m.put(policy, e.limiter()));
     this.limiters = Collections.unmodifiableMap(m);
   }
 
@@ -63,10 +60,8 @@ public final class RateLimiterRegistry implements AutoCloseable {
 
   /** Decisions made under policy {@code name} so far: allowed, refused, and refusals the store failed to decide. */
   public Map<String, Long> counts(String name) {
-    Counts c = counts.get(name);
-    if (c == null) {
-      limiter(name);
-    }
+    limiter(name);
+    Counts c = table.entry(name).attachment();
     Map<String, Long> m = new LinkedHashMap<>();
     m.put("allowed", c.allowed.sum());
     m.put("refused", c.refused.sum());
@@ -74,18 +69,8 @@ public final class RateLimiterRegistry implements AutoCloseable {
     return m;
   }
 
-  @Override public void close() {
-    for (RateLimiter l : limiters.values()) {
-      if (l instanceof AutoCloseable c) {
-        try {
-          c.close();
-        } catch (Exception e) {
-          System.getLogger(RateLimiterRegistry.class.getName()).log(System.Logger.Level.WARNING,
-              "closing the limiter of policy '" + l.policy().name() + "' failed", e);
-        }
-      }
-    }
-  }
+  /** Nothing to release: the store bean closes the limiters it built. */
+  @Override public void close() {}
 
   /** Counts decisions, then tells the next listener (Micrometer's, when bound). */
   private static final class Counts implements RateLimitListener {

@@ -3,7 +3,11 @@ package dev.sluice.spring;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
+import dev.sluice.Ticker;
 import dev.sluice.internal.PolicyShape;
+import dev.sluice.kernel.PostgresStore;
+import dev.sluice.kernel.RedisStore;
+import dev.sluice.kernel.Store;
 import dev.sluice.memory.MemoryRateLimiter;
 import dev.sluice.micrometer.RateLimitMetrics;
 import java.util.List;
@@ -70,21 +74,31 @@ public class SluiceAutoConfiguration {
 
   /** The in-process store, unless another is configured. */
   @Bean
-  @ConditionalOnMissingBean(StoreLimiters.class)
+  @ConditionalOnMissingBean(Store.class)
   @ConditionalOnProperty(prefix = "sluice", name = "store", havingValue = "memory", matchIfMissing = true)
-  public StoreLimiters sluiceMemoryStore(SluiceProperties props) {
-    return StoreLimiters.memory(props.getMaxKeys());
+  public Store sluiceMemoryStore(SluiceProperties props) {
+    return Store.memory(props.getMaxKeys(), Ticker.system());
   }
 
-  /** The limiters, one per policy. */
+  /** The limiters, one per policy, in the kernel's policy table over the store. */
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
-  public RateLimiterRegistry sluiceRateLimiters(SluiceProperties props, StoreLimiters store,
+  public RateLimiterRegistry sluiceRateLimiters(SluiceProperties props, Store store,
       ObjectProvider<RateLimitMetrics> metrics) {
     props.failureModes(); // checked whichever store runs: a setting is never accepted unread
     RateLimitMetrics m = metrics.getIfAvailable();
     RateLimitListener next = m == null ? RateLimitListener.NONE : m;
-    RateLimiterRegistry r = new RateLimiterRegistry(store.name(), policies(props.getPolicies()), next, store::build);
+    // The starter has always named PostgreSQL by its setting, sluice.store=jdbc (the endpoint, the health).
+    boolean jdbc = "postgres".equals(store.name());
+    RateLimiterRegistry r;
+    try {
+      r = new RateLimiterRegistry(jdbc ? "jdbc" : store.name(), store, policies(props.getPolicies()), next);
+    } catch (IllegalStateException e) {
+      if (jdbc && e.getCause() instanceof java.sql.SQLException) { // the first limiter's schema (apply-schema)
+        throw new IllegalStateException("sluice.jdbc.apply-schema: " + e.getMessage(), e.getCause());
+      }
+      throw e;
+    }
     if (m != null) {
       for (RateLimiter l : r.limiters().values()) {
         if (l instanceof MemoryRateLimiter mem) {
@@ -128,11 +142,11 @@ public class SluiceAutoConfiguration {
     @ConditionalOnProperty(prefix = "sluice", name = "store", havingValue = "redis")
     static class WithSpringDataRedis {
       @Bean
-      @ConditionalOnMissingBean(StoreLimiters.class)
-      StoreLimiters sluiceRedisStore(ObjectProvider<LettuceConnectionFactory> factories, SluiceProperties props) {
+      @ConditionalOnMissingBean(Store.class)
+      Store sluiceRedisStore(ObjectProvider<LettuceConnectionFactory> factories, SluiceProperties props) {
         LettuceConnectionFactory factory = factories.getIfUnique();
         if (factory == null) {
-          return RedisStoreLimiters.fromUrl(props);
+          return redisFromUrl(props);
         }
         if (!factory.isRunning()) {
           factory.start();
@@ -152,15 +166,24 @@ public class SluiceAutoConfiguration {
           }
           uri = b.build();
         }
-        return new RedisStoreLimiters(factory.getNativeClient(), uri, false, props);
+        return RedisStore.onClient(factory.getNativeClient(), uri, false, props.failureModes(), props.getTimeout());
       }
     }
 
     /** Without Spring Data Redis: {@code sluice.redis.url}. */
     @Bean
-    @ConditionalOnMissingBean(StoreLimiters.class)
-    StoreLimiters sluiceRedisUrlStore(SluiceProperties props) {
-      return RedisStoreLimiters.fromUrl(props);
+    @ConditionalOnMissingBean(Store.class)
+    Store sluiceRedisUrlStore(SluiceProperties props) {
+      return redisFromUrl(props);
+    }
+
+    /** A client of the store's own on {@code sluice.redis.url}, shut down with it. */
+    static Store redisFromUrl(SluiceProperties props) {
+      try {
+        return RedisStore.fromUrl(props.getRedis().getUrl(), props.failureModes(), props.getTimeout());
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("sluice.redis.url " + e.getMessage(), e);
+      }
     }
   }
 
@@ -170,9 +193,14 @@ public class SluiceAutoConfiguration {
   @ConditionalOnProperty(prefix = "sluice", name = "store", havingValue = "jdbc")
   static class JdbcStoreConfiguration {
     @Bean
-    @ConditionalOnMissingBean(StoreLimiters.class)
-    StoreLimiters sluiceJdbcStore(DataSource dataSource, SluiceProperties props) {
-      return new JdbcStoreLimiters(dataSource, props);
+    @ConditionalOnMissingBean(Store.class)
+    Store sluiceJdbcStore(DataSource dataSource, SluiceProperties props) {
+      try {
+        return PostgresStore.onDataSource(dataSource, props.getJdbc().getTable(), props.getJdbc().isApplySchema(),
+            props.failureModes(), props.getTimeout());
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("sluice.jdbc.table: " + e.getMessage(), e);
+      }
     }
   }
 

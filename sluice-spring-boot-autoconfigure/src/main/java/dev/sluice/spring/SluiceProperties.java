@@ -3,6 +3,7 @@ package dev.sluice.spring;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.internal.FailureModeWords;
+import dev.sluice.kernel.HeaderFamily;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -67,7 +68,7 @@ public class SluiceProperties {
    */
   Function<Policy, FailureMode> failureModes() {
     return FailureModeWords.parse("sluice.failure-mode", failureMode, (p, reason, cause) ->
-        System.getLogger(StoreLimiters.class.getName()).log(System.Logger.Level.WARNING, "rate-limit store failed for policy '"
+        System.getLogger(SluiceProperties.class.getName()).log(System.Logger.Level.WARNING, "rate-limit store failed for policy '"
             + p.name() + "' (" + reason + "); allowing under sluice.failure-mode=open", cause), maxKeys);
   }
 
@@ -138,14 +139,6 @@ public class SluiceProperties {
     public void setRules(List<Rule> rules) { this.rules = rules; }
   }
 
-  /** Header families a rule's answers carry. */
-  public enum HeaderFamily {
-    /** RateLimit-Policy and RateLimit (IETF draft). */
-    IETF,
-    /** X-RateLimit-Limit, -Remaining, -Reset. */
-    LEGACY
-  }
-
   /** One HTTP rule. */
   public static class Rule {
     /** Path patterns (Spring PathPattern syntax: /api/**, /users/{id}); empty matches every path. */
@@ -165,7 +158,10 @@ public class SluiceProperties {
     private boolean skipOnSuccess;
     /** Give the permits back when the handler throws or answers 5xx. */
     private boolean skipOnFailure;
-    /** Which limit header families to send; Retry-After is always sent on a refusal. */
+    /**
+     * Which limit header families to send, the words of every front end: ietf, legacy, all, none (a
+     * list is their union); Retry-After is always sent on a refusal.
+     */
     private List<HeaderFamily> headers = new ArrayList<>(List.of(HeaderFamily.IETF, HeaderFamily.LEGACY));
 
     public List<String> getPatterns() { return patterns; }

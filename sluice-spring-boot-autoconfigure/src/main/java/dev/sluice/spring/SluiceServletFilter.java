@@ -2,7 +2,7 @@ package dev.sluice.spring;
 
 import dev.sluice.Decision;
 import dev.sluice.http.HttpVerdict;
-import dev.sluice.http.RateLimitServletFilter;
+import dev.sluice.http.frontend.ServletAnswers;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.http.HttpServletRequest;
@@ -30,10 +30,10 @@ public final class SluiceServletFilter extends OncePerRequestFilter {
       chain.doFilter(request, response);
       return;
     }
-    Decision d = rule.limiter.tryAcquire(rule.keyOf(RateLimitServletFilter.view(request)), rule.permits, rule.policy);
+    Decision d = rule.limiter.tryAcquire(rule.keyOf(ServletAnswers.view(request)), rule.permits, rule.policy);
     HttpVerdict verdict = rule.verdict(d);
     if (!verdict.allowed()) {
-      RateLimitServletFilter.refuse(response, verdict);
+      ServletAnswers.refuse(response, verdict);
       return;
     }
     for (HttpVerdict.Header h : verdict.headers()) {

@@ -1,18 +1,16 @@
 package dev.sluice.spring;
 
-import dev.sluice.Decision;
-import dev.sluice.Path;
 import dev.sluice.RateLimiter;
-import dev.sluice.http.HttpVerdict;
+import dev.sluice.kernel.Readiness;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * The shared store's health, with no Spring Boot type in it: Boot 3.5 ({@link StoreHealthIndicator})
  * and Boot 4 ({@link Boot4StoreHealthIndicator}) keep their health API in different packages, and
- * each only reports what this decides. A peek (never a charge) on a key of its own through the first
- * policy's limiter; down only when the store could not answer (the peek was decided by the failure
- * mode or the fallback); a key at its limit is the store working, not failing.
+ * each only reports what this says. The kernel's {@link Readiness#peek} decides, through the first
+ * policy's limiter on a key of its own: a peek, never a charge; down only when the store could not
+ * answer; a key at its limit is the store working, not failing.
  */
 record StoreProbe(boolean up, Map<String, Object> details) {
   /** The key peeked at. */
@@ -25,12 +23,11 @@ record StoreProbe(boolean up, Map<String, Object> details) {
       return new StoreProbe(true, details);
     }
     RateLimiter l = registry.limiters().values().iterator().next();
-    Decision d = l.peek(KEY, l.policy());
-    if (d.path() == Path.PRIMARY) {
-      return new StoreProbe(true, details);
+    Readiness.Status s = Readiness.peek(l, KEY);
+    if (!s.ready()) {
+      details.put("reason", s.reason());
+      details.put("path", s.path());
     }
-    details.put("reason", HttpVerdict.code(d.reason()));
-    details.put("path", HttpVerdict.code(d.path()));
-    return new StoreProbe(false, details);
+    return new StoreProbe(s.ready(), details);
   }
 }

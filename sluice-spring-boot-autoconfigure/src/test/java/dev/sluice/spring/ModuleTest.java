@@ -50,7 +50,7 @@ class ModuleTest {
     }
     assertThat(publicTypes).containsExactly("PolicyEntry", "RateLimitExceededHandler", "RateLimited", "RateLimiterRegistry",
         "RateLimitsEndpoint", "RequestKeys", "SluiceAutoConfiguration", "SluiceProperties", "SluiceServletFilter",
-        "SluiceWebFilter", "StoreHealthIndicator", "StoreLimiters");
+        "SluiceWebFilter", "StoreHealthIndicator");
     assertThat(Files.readString(DIR.resolve("target/classes/META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports")).strip())
         .isEqualTo("dev.sluice.spring.SluiceAutoConfiguration");
     assertThat(DIR.resolve("target/classes/META-INF/spring-configuration-metadata.json")).exists();

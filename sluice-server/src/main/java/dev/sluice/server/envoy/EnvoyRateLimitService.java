@@ -282,7 +282,7 @@ final class EnvoyRateLimitService {
     }
     if (failedClosed != null) {
       throw new Refusal(Status.UNAVAILABLE.withDescription("the rate-limit store could not decide ("
-          + HttpVerdict.code(failedClosed.reason()) + ") and --failure-mode refused the request"));
+          + dev.sluice.kernel.DecisionWords.of(failedClosed.reason()) + ") and --failure-mode refused the request"));
     }
 
     // "Now" once the limiter has decided, as the JSON API reads it: read before, a first hit's reset was
