@@ -25,6 +25,11 @@ class PostgresConformanceTest extends RateLimiterContract {
     return Optional.of(JdbcRateLimiter.builder(policy, db.ds()).table(db.table()).ticker(ticker).timeout(Duration.ofSeconds(20)).issuer(issuer).build());
   }
 
+  @Override protected Optional<RateLimiter> newLimiterWithListener(Policy policy, Ticker ticker, dev.sluice.RateLimitListener listener) {
+    return Optional.of(JdbcRateLimiter.builder(policy, db.ds()).table(db.table()).ticker(ticker).timeout(Duration.ofSeconds(20))
+        .listener(listener, true).build());
+  }
+
   @Override protected boolean supports(Algorithm algorithm) {
     return !(algorithm instanceof Algorithm.SlidingLog);
   }

@@ -34,6 +34,11 @@ class RedisConformanceTest extends RateLimiterContract {
         .expiryGrace(KIT_GRACE).issuer(issuer).build());
   }
 
+  @Override protected Optional<RateLimiter> newLimiterWithListener(Policy policy, Ticker ticker, dev.sluice.RateLimitListener listener) {
+    return Optional.of(RedisRateLimiter.builder(policy, SharedRedis.client()).ticker(ticker).timeout(Duration.ofSeconds(10))
+        .expiryGrace(KIT_GRACE).listener(listener, true).build());
+  }
+
   @Override protected RateLimiter newLimiterWithShortExpiry(Policy policy, Ticker ticker) {
     return RedisRateLimiter.builder(policy, SharedRedis.client()).ticker(ticker)
         .timeout(SHORT_EXPIRY_TIMEOUT).expiryGrace(SHORT_EXPIRY_GRACE).build();
