@@ -33,8 +33,8 @@ import dev.sluice.model.ReferenceModel;
  * {@code tryConsume} is untouched.
  */
 public final class TicketSpending {
-  /** The {@code now} of a limiter whose store reads its own clock: no liveness check on this side. */
-  public static final long STORE_CLOCK = 0;
+  /** The {@code now} of a limiter whose store reads its own clock: no liveness check on this side ({@code Backend.STORE_CLOCK}). */
+  public static final long STORE_CLOCK = dev.sluice.spi.Backend.STORE_CLOCK;
 
   private TicketSpending() {}
 

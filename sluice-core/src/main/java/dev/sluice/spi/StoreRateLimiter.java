@@ -14,6 +14,7 @@ import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.DeadlineTimer;
+import dev.sluice.internal.TicketSpending;
 import dev.sluice.internal.Pipelines;
 import dev.sluice.model.ReferenceModel;
 import dev.sluice.spi.Backend.Step;
@@ -269,20 +270,9 @@ public final class StoreRateLimiter implements RateLimiter, AutoCloseable {
     return decide(plan, p, Step.PEEK, key, 1, nowMicros);
   }
 
-  /** {@link #refund} at {@code nowMicros} (or {@link Backend#STORE_CLOCK}). */
+  /** {@link #refund} at {@code nowMicros} (or {@link Backend#STORE_CLOCK}): {@link TicketSpending}'s rule around {@link #spend}. */
   Refund refundAtTime(Ticket ticket, long nowMicros) {
-    if (ticket == null) {
-      return Refund.NO_EFFECT;
-    }
-    Policy p = ticket.policy();
-    if (!issuer.issued(ticket)) {
-      return report(p, failureMode.refundForeign(ticket));
-    }
-    long permits = Math.min(ticket.permits(), p.limit()); // more than the limit gives back the same: all of it
-    if (permits < 1 || !issuer.claim(ticket)) {
-      return report(p, Refund.NO_EFFECT);
-    }
-    return report(p, spend(ticket, Step.REFUND, permits, nowMicros));
+    return TicketSpending.refund(issuer, null, failureMode, listener, ticket, nowMicros, plausible(nowMicros), this::spend);
   }
 
   @Override public final Settlement settle(Ticket ticket, long actualPermits) {
@@ -296,54 +286,29 @@ public final class StoreRateLimiter implements RateLimiter, AutoCloseable {
    * can be retried).
    */
   Settlement settleAtTime(Ticket ticket, long actualPermits, long nowMicros) {
-    if (ticket == null) {
-      return Settlement.NO_EFFECT;
-    }
-    long delta = Checks.settlementDelta(ticket, actualPermits);
-    Policy p = ticket.policy();
-    Settlement r;
-    if (!issuer.issued(ticket)) {
-      r = failureMode.settleForeign(ticket, actualPermits);
-    } else if (!issuer.claim(ticket) || delta == 0) {
-      r = Settlement.NO_EFFECT;
-    } else {
-      r = Settlement.of(delta < 0 ? spend(ticket, Step.REFUND, -delta, nowMicros) : spend(ticket, Step.OVERRUN, delta, nowMicros));
-    }
-    listener.onSettle(p, r);
-    return r;
+    return TicketSpending.settle(issuer, null, failureMode, listener, ticket, actualPermits, nowMicros, plausible(nowMicros),
+        this::spend);
   }
 
   /**
-   * One refund or settlement step for a claimed ticket. The claim is released whenever the ticket
-   * may be retried: nothing was applied for sure ({@link Refund#FAILED}), or the outcome is unknown
-   * ({@link Refund#UNKNOWN}: the store's spent record, written in the step itself, keeps a retry from
-   * applying twice).
+   * The store step of a refund or a settlement, for {@link TicketSpending}, which claimed the ticket,
+   * checked the clock and the ticket's life, and gives the claim back after FAILED or UNKNOWN (the
+   * store's spent record, written in the step itself, keeps a retry from applying twice).
    */
-  private Refund spend(Ticket ticket, Step step, long permits, long now) {
-    boolean settling = step == Step.OVERRUN || permits != Math.min(ticket.permits(), ticket.policy().limit());
+  private Refund spend(Ticket ticket, long delta, boolean refund, long now) {
+    Step step = delta > 0 ? Step.OVERRUN : Step.REFUND;
+    boolean settling = !refund;
     Policy p = ticket.policy();
-    if (!plausible(now)) {
-      issuer.release(ticket);
-      return Refund.FAILED;
-    }
-    if (now != STORE_CLOCK && !ReferenceModel.ticketLive(p.algorithm(), ticket.stamp(), now)) {
-      return Refund.NO_EFFECT; // its life ended: no store records it any longer, so nothing may apply it
-    }
     Object plan = plan(p);
     long start = nanoTime();
     Throwable error = null;
     Refund result;
     try {
-      StepResult r = backend.step(plan, step, ticket.key(), permits, ticket, now, start + timeoutNanos);
-      if (r.failure() != null) {
-        issuer.release(ticket); // corrupt state, clock or contention: the step wrote nothing
-        result = Refund.FAILED;
-      } else {
-        result = r.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
-      }
+      StepResult r = backend.step(plan, step, ticket.key(), Math.abs(delta), ticket, now, start + timeoutNanos);
+      result = r.failure() != null ? Refund.FAILED // corrupt state, clock or contention: the step wrote nothing
+          : r.wrote() ? Refund.APPLIED : Refund.NO_EFFECT;
     } catch (Exception e) {
       error = caught(e);
-      issuer.release(ticket); // a retry is the one application or no effect: the store keeps the spent record
       result = error instanceof StoreNotReachedException ? Refund.FAILED : Refund.UNKNOWN;
     }
     reportStoreCall(p, start, error);
@@ -372,7 +337,7 @@ public final class StoreRateLimiter implements RateLimiter, AutoCloseable {
 
   /** The store's own clock, or a supplied reading in 1..2^52 - 2^49 us (the year 2094). */
   private boolean plausible(long now) {
-    return ticker == null ? now == STORE_CLOCK : Checks.validClock(now);
+    return TicketSpending.plausible(ticker != null, now);
   }
 
   Decision decide(Object plan, Policy p, Step step, String key, long permits, long now) {
@@ -420,11 +385,6 @@ public final class StoreRateLimiter implements RateLimiter, AutoCloseable {
     if (!reportsOwnStoreCalls) {
       listener.onStoreCall(p, nanoTime() - start, error);
     }
-  }
-
-  private Refund report(Policy p, Refund r) {
-    listener.onRefund(p, r);
-    return r;
   }
 
   Decision finish(Decision d, String key) {
