@@ -1,5 +1,5 @@
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Settlement;
@@ -31,7 +31,7 @@ public class LlmTokens {
 
   public static void main(String[] args) {
     Policy perTenant = Policy.slidingWindow("llm-tokens", 20_000, Duration.ofMinutes(1));
-    ManualTicker clock = Ticker.manual(1_700_000_000_000_000L);
+    ManualTicker clock = ManualTicker.at(1_700_000_000_000_000L);
     RateLimiter tokens = MemoryRateLimiter.builder(perTenant).ticker(clock).build();
     SplittableRandom rnd = new SplittableRandom(42);
     String[] tenants = {"acme", "globex"};

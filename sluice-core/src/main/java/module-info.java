@@ -13,6 +13,7 @@ module dev.sluice.core {
   exports dev.sluice.spi;
   exports dev.sluice.store;
   exports dev.sluice.guard;
+  exports dev.sluice.testing;
   // Validation and hashing shared by the backends; not API.
   exports dev.sluice.internal to dev.sluice.tck, dev.sluice.redis, dev.sluice.jdbc, dev.sluice.http,
       dev.sluice.micrometer, dev.sluice.mcp, dev.sluice.server, dev.sluice.spring.autoconfigure;

@@ -6,7 +6,8 @@ package dev.sluice;
  * decisions for the same trace.
  *
  * <p>{@link #system()} is monotonic: it is anchored to the wall clock once and then advanced by
- * {@link System#nanoTime()}, so a wall-clock step cannot move a window. Tests use a {@link ManualTicker}.
+ * {@link System#nanoTime()}, so a wall-clock step cannot move a window. Tests use a
+ * {@link dev.sluice.testing.ManualTicker}.
  */
 @FunctionalInterface
 public interface Ticker {
@@ -16,16 +17,6 @@ public interface Ticker {
   /** The monotonic system ticker (one shared instance). */
   static Ticker system() {
     return SystemTicker.INSTANCE;
-  }
-
-  /**
-   * A ticker that moves only when told to, starting at {@code startMicros}.
-   *
-   * @throws IllegalArgumentException when {@code startMicros} is outside 1..2^52 - 2^49: limiters refuse
-   *     such a reading as {@code INVALID_CLOCK}, so every decision on the ticker would be refused
-   */
-  static ManualTicker manual(long startMicros) {
-    return new ManualTicker(startMicros);
   }
 }
 

@@ -1,5 +1,6 @@
 package dev.sluice;
 
+import dev.sluice.testing.ManualTicker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -65,7 +66,7 @@ class DecisionAndFailureModeTest {
   /** Issue 13: open and fallback refused the always-closed reasons with closed()'s 1 s, not their own retry. */
   @Test
   void everyModeRefusesWithItsOwnConfiguredRetry() {
-    RateLimiter local = MemoryRateLimiter.builder(p).ticker(Ticker.manual(1_000_000)).build();
+    RateLimiter local = MemoryRateLimiter.builder(p).ticker(ManualTicker.at(1_000_000)).build();
     for (FailureMode mode : List.of(FailureMode.closed(Duration.ofMillis(250)),
         FailureMode.open((pol, r, c) -> {}, Duration.ofMillis(250)), FailureMode.fallback(local, Duration.ofMillis(250)))) {
       Decision d = mode.decide(p, "k", 1, Reason.CONTENTION, null, 1_000_000);
@@ -79,7 +80,7 @@ class DecisionAndFailureModeTest {
   /** Issue 13: a key the fallback rejects (over its length cap) threw from an outage instead of deciding. */
   @Test
   void aFallbackThatRejectsTheKeyFailsClosedInsteadOfThrowing() {
-    RateLimiter local = MemoryRateLimiter.builder(p).ticker(Ticker.manual(1_000_000)).build();
+    RateLimiter local = MemoryRateLimiter.builder(p).ticker(ManualTicker.at(1_000_000)).build();
     FailureMode mode = FailureMode.fallback(local, Duration.ofMillis(300));
     String longKey = "k".repeat(MemoryRateLimiter.DEFAULT_MAX_KEY_LENGTH + 1);
     Decision d = mode.decide(p, longKey, 1, Reason.STORE_UNAVAILABLE, null, 1_000_000);
@@ -120,7 +121,7 @@ class DecisionAndFailureModeTest {
 
   @Test
   void fallbackDecidesLocallyAndSaysSo() {
-    ManualTicker t = Ticker.manual(1_000_000);
+    ManualTicker t = ManualTicker.at(1_000_000);
     FailureMode fallback = FailureMode.fallback(MemoryRateLimiter.builder(p).ticker(t).build());
     for (int i = 0; i < 5; i++) {
       Decision d = fallback.decide(p, "k", 1, Reason.STORE_UNAVAILABLE, null, 1);

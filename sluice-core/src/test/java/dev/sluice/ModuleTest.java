@@ -27,8 +27,11 @@ class ModuleTest {
     }
     assertThat(d.name()).isEqualTo("dev.sluice.core");
     assertThat(unqualified).isSubsetOf("dev.sluice", "dev.sluice.memory", "dev.sluice.spi",
-        "dev.sluice.store", "dev.sluice.compose", "dev.sluice.guard");
-    assertThat(unqualified).contains("dev.sluice", "dev.sluice.memory");
+        "dev.sluice.store", "dev.sluice.compose", "dev.sluice.guard", "dev.sluice.testing");
+    assertThat(unqualified).contains("dev.sluice", "dev.sluice.memory", "dev.sluice.testing");
+    // the test clock is a testing aid, out of the API package
+    assertThat(Path.of("target/classes/dev/sluice/ManualTicker.class")).doesNotExist();
+    assertThat(Path.of("target/classes/dev/sluice/testing/ManualTicker.class")).exists();
     assertThat(qualified).containsExactly("dev.sluice.internal", "dev.sluice.model");
     // the reference model (with its mutable scratch Outcome) is read by the kit and the SQL backend only
     assertThat(d.exports()).filteredOn(e -> e.source().equals("dev.sluice.model"))

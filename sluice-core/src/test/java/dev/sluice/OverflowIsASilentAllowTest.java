@@ -1,5 +1,6 @@
 package dev.sluice;
 
+import dev.sluice.testing.ManualTicker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -54,7 +55,7 @@ class OverflowIsASilentAllowTest {
   @Test
   void aGcraOfRateTenToTheTwelveAdmitsNothingExtraWithTheClockSteppedBack() {
     Policy p = Policy.gcra("fast", 1_000_000_000_000L, Duration.ofHours(1), 1_000);
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).build();
     assertThat(l.tryAcquire("k", 1_000).allowed()).isTrue();
     assertThat(l.tryAcquire("k").allowed()).isFalse();
@@ -79,7 +80,7 @@ class OverflowIsASilentAllowTest {
     for (Policy p : new Policy[] {Policy.fixedWindow("f", 3, Duration.ofDays(3000)), Policy.slidingWindow("s", 3, Duration.ofDays(3000)),
         Policy.tokenBucket("b", 3, 2, Duration.ofDays(3000)), Policy.gcra("g", 1, Duration.ofDays(2000), 1),
         Policy.slidingLog("l", 3, Duration.ofDays(3000))}) {
-      ManualTicker t = Ticker.manual(last);
+      ManualTicker t = ManualTicker.at(last);
       MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).build();
       assertThat(l.tryAcquire("k").allowed()).as("%s", p).isTrue();
       t.set(last + 1);

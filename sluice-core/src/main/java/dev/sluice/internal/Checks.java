@@ -1,5 +1,6 @@
 package dev.sluice.internal;
 
+import dev.sluice.testing.ManualTicker;
 import java.util.regex.Pattern;
 
 /**
@@ -319,7 +320,7 @@ public final class Checks {
   }
 
   /**
-   * The start of a {@link dev.sluice.ManualTicker}: a reading the limiters accept,
+   * The start of a {@link dev.sluice.testing.ManualTicker}: a reading the limiters accept,
    * 1..{@link #MAX_CLOCK} us; every tier refuses others as {@code INVALID_CLOCK}.
    */
   public static long tickerStart(long micros) {

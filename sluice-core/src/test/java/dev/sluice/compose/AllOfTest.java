@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 /** Issue 28, item 4: all of several limits, each charge its own limiter, key, permits and policy. */
 class AllOfTest {
   private static final long T0 = 1_700_000_000_000_000L;
-  private final ManualTicker t = Ticker.manual(T0);
+  private final ManualTicker t = ManualTicker.at(T0);
   private final Policy user = Policy.fixedWindow("user", 10, Duration.ofMinutes(1));
   private final Policy tenant = Policy.fixedWindow("tenant", 12, Duration.ofMinutes(1));
   private final MemoryRateLimiter a = MemoryRateLimiter.builder(user).ticker(t).build();

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.RateLimiters;
@@ -37,8 +37,8 @@ class CompositionPropertyTest {
   @Property(tries = 200)
   void aRefusedCompositionLeavesNoTraceOnAnyLeg(@ForAll long seed) {
     SplittableRandom r = new SplittableRandom(seed);
-    ManualTicker ticker = Ticker.manual(CompositionTest.T0);
-    ManualTicker twinTicker = Ticker.manual(CompositionTest.T0);
+    ManualTicker ticker = ManualTicker.at(CompositionTest.T0);
+    ManualTicker twinTicker = ManualTicker.at(CompositionTest.T0);
     List<Policy> ps = policies();
     List<RateLimiter> legs = new ArrayList<>();
     List<ClockedRateLimiter> twins = new ArrayList<>();

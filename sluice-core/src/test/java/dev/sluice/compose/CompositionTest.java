@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
@@ -33,7 +33,7 @@ import org.junit.jupiter.api.Test;
 class CompositionTest {
   static final long T0 = 1_700_000_000_000_000L;
 
-  final ManualTicker ticker = Ticker.manual(T0);
+  final ManualTicker ticker = ManualTicker.at(T0);
 
   @Test
   void allowedOnlyWhenEveryLegAllowsAndARefusalChargesNoLeg() {
@@ -108,7 +108,7 @@ class CompositionTest {
   @Test
   void legsOnAnotherTickerAreRefusedAtBuildTime() {
     var a = Legs.memory(Policy.fixedWindow("a", 5, Duration.ofSeconds(1)), ticker);
-    var b = Legs.memory(Policy.fixedWindow("b", 5, Duration.ofSeconds(1)), Ticker.manual(T0));
+    var b = Legs.memory(Policy.fixedWindow("b", 5, Duration.ofSeconds(1)), ManualTicker.at(T0));
     assertThatThrownBy(() -> RateLimiters.all(a, b))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("leg 1 (policy 'b') reads another ticker than the composition");

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.RateLimiters;
@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class KeyedCompositionTest {
-  final ManualTicker ticker = Ticker.manual(CompositionTest.T0);
+  final ManualTicker ticker = ManualTicker.at(CompositionTest.T0);
   final AtomicInteger built = new AtomicInteger();
 
   Composition keyed(int slots, long limit) {

@@ -3,7 +3,7 @@ package dev.sluice.compose;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
@@ -54,7 +54,7 @@ class NearCachePropertyTest {
 
   private static void replay(Policy policy, long seed) {
     SplittableRandom r = new SplittableRandom(seed);
-    ManualTicker ticker = Ticker.manual(CompositionTest.T0);
+    ManualTicker ticker = ManualTicker.at(CompositionTest.T0);
     MemoryRateLimiter behind = Legs.memory(policy, ticker);
     MemoryRateLimiter alone = Legs.memory(policy, ticker);
     NearCachedRateLimiter cached = NearCachedRateLimiter.builder(behind).ticker(ticker).maxEntries(2).build();

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
@@ -60,7 +60,7 @@ class NearCacheStoreTest {
     }
   }
 
-  final ManualTicker ticker = Ticker.manual(CompositionTest.T0);
+  final ManualTicker ticker = ManualTicker.at(CompositionTest.T0);
   final Policy login = Policy.fixedWindow("login-" + Long.toHexString(System.nanoTime()), 5, Duration.ofMinutes(1));
 
   @Test

@@ -3,7 +3,7 @@ package dev.sluice.compose;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiters;
@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
  * call reaching it (each one would be a round trip to Redis or PostgreSQL).
  */
 class NearCacheTest {
-  final ManualTicker ticker = Ticker.manual(CompositionTest.T0);
+  final ManualTicker ticker = ManualTicker.at(CompositionTest.T0);
   final Policy login = Policy.fixedWindow("login", 5, Duration.ofMinutes(1));
   final Legs.Plain store = new Legs.Plain(Legs.memory(login, ticker));
 

@@ -3,7 +3,7 @@ package dev.sluice.compose;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiters;
 import dev.sluice.Reason;
@@ -14,7 +14,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class ShadowRateLimiterTest {
-  final ManualTicker ticker = Ticker.manual(CompositionTest.T0);
+  final ManualTicker ticker = ManualTicker.at(CompositionTest.T0);
 
   @Test
   void aShadowLimitNeverRefusesButReportsWhatItWouldHaveRefused() {

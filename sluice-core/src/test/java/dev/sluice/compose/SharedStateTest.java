@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
@@ -24,7 +24,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class SharedStateTest {
-  final ManualTicker ticker = Ticker.manual(CompositionTest.T0);
+  final ManualTicker ticker = ManualTicker.at(CompositionTest.T0);
 
   /** A shared store standing in for Redis: a real limiter that can be taken down, answer corrupt, or throw. */
   static final class Store implements RateLimiter {

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiters;
 import dev.sluice.Refund;
@@ -14,7 +14,7 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 class TypedRateLimiterTest {
-  final ManualTicker ticker = Ticker.manual(CompositionTest.T0);
+  final ManualTicker ticker = ManualTicker.at(CompositionTest.T0);
   final MemoryRateLimiter memory = Legs.memory(Policy.fixedWindow("default", 1, Duration.ofSeconds(1)), ticker);
 
   record Attempt(String realm, String userId, long max, Duration window) {}

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiters;
 import dev.sluice.Reason;
@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 class WaitingLimiterTest {
-  final ManualTicker ticker = Ticker.manual(CompositionTest.T0);
+  final ManualTicker ticker = ManualTicker.at(CompositionTest.T0);
   final List<Long> parks = new ArrayList<>();
 
   /** Parks by moving the manual clock: the test waits for nothing. */

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
@@ -24,7 +24,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class RateLimitGuardTest {
-  private final ManualTicker ticker = Ticker.manual(1_700_000_000_000_000L);
+  private final ManualTicker ticker = ManualTicker.at(1_700_000_000_000_000L);
   private final Policy login = Policy.fixedWindow("login", 2, Duration.ofSeconds(90));
 
   @Test void allowReturnsAndRefusalThrowsWithRetryAfter() throws Exception {

@@ -4,14 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 class CeilingRateLimiterTest {
-  private final ManualTicker t = Ticker.manual(1_700_000_000_000_000L);
+  private final ManualTicker t = ManualTicker.at(1_700_000_000_000_000L);
   private final Policy perIp = Policy.tokenBucket("per-ip", 5, 5, Duration.ofSeconds(1));
   private final Policy global = Policy.tokenBucket("global", 8, 8, Duration.ofSeconds(1));
 

@@ -3,7 +3,7 @@ package dev.sluice.memory;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
 import java.time.Duration;
@@ -17,7 +17,7 @@ class HashedSlotRateLimiterTest {
 
   @Test
   void collidingKeysShareABudgetAndNothingIsEvicted() {
-    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 1, Ticker.manual(T0));
+    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 1, ManualTicker.at(T0));
     assertThat(l.tryAcquire("a", 2).allowed()).isTrue();
     assertThat(l.tryAcquire("b").allowed()).isTrue();
     assertThat(l.tryAcquire("c").allowed()).isFalse();
@@ -25,7 +25,7 @@ class HashedSlotRateLimiterTest {
 
   @Test
   void aMillionKeysOccupyAtMostTheSlots() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 1024, t);
     Set<Integer> used = new HashSet<>();
     for (int i = 0; i < 1_000_000; i++) {
@@ -51,7 +51,7 @@ class HashedSlotRateLimiterTest {
 
   @Test
   void aCallWithoutAKeyUsesOneSharedDefaultSlotThatIsThrottled() {
-    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 16, Ticker.manual(T0));
+    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 16, ManualTicker.at(T0));
     assertThat(l.slotOf(null)).isEqualTo(16);
     assertThat(l.tryAcquire(null, 3).allowed()).isTrue();
     assertThat(l.tryAcquire(null).allowed()).isFalse();
@@ -60,7 +60,7 @@ class HashedSlotRateLimiterTest {
 
   @Test
   void resetClearsTheBudgetButKeepsTheSlot() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 8, t);
     l.tryAcquire("a", 3);
     assertThat(l.occupiedSlots()).isEqualTo(1);
@@ -72,7 +72,7 @@ class HashedSlotRateLimiterTest {
 
   @Test
   void refundsAndOverridesWork() {
-    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 8, Ticker.manual(T0));
+    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 8, ManualTicker.at(T0));
     var d = l.tryAcquire("a", 3);
     assertThat(l.tryAcquire("a").allowed()).isFalse();
     l.refund(d.ticket().orElseThrow());
@@ -101,7 +101,7 @@ class HashedSlotRateLimiterTest {
    */
   @Test
   void hashedSlotMemoryGrewWithDistinctOverridePolicies() {
-    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 16, Ticker.manual(T0));
+    HashedSlotRateLimiter l = HashedSlotRateLimiter.of(p, 16, ManualTicker.at(T0));
     for (int i = 0; i < 100_000; i++) {
       Policy override = Policy.fixedWindow("override-" + i % 8, 1 + i, Duration.ofSeconds(1 + i % 60));
       l.tryAcquire("k" + i, 1, override);
@@ -113,7 +113,7 @@ class HashedSlotRateLimiterTest {
     l.tryAcquire("a", 3, p);
     assertThat(l.tryAcquire("a", 1, Policy.fixedWindow("p", 4, Duration.ofMinutes(1))).remaining()).isZero();
 
-    HashedSlotRateLimiter capped = HashedSlotRateLimiter.of(p, 16, Ticker.manual(T0));
+    HashedSlotRateLimiter capped = HashedSlotRateLimiter.of(p, 16, ManualTicker.at(T0));
     for (int i = 1; i < HashedSlotRateLimiter.MAX_FAMILIES; i++) {
       capped.tryAcquire("k", 1, Policy.fixedWindow("n" + i, 3, Duration.ofMinutes(1)));
     }

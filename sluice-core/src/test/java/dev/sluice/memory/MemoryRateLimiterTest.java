@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
@@ -30,7 +30,7 @@ class MemoryRateLimiterTest {
    */
   @Test
   void aSprayOfAMillionUniqueKeysNeitherGrowsTheTableNorResetsAnybody() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     Policy p = Policy.fixedWindow("login", 5, MINUTE);
     MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).build();
     for (int i = 0; i < 10_000; i++) {
@@ -68,7 +68,7 @@ class MemoryRateLimiterTest {
 
   @Test
   void reclaimScansAreAimedAtTheEarliestExpiryAndNeverCloserThan50Ms() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     Policy p = Policy.fixedWindow("p", 1, Duration.ofMillis(10));
     MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).maxKeys(100).build();
     for (int i = 0; i < 100; i++) {
@@ -133,7 +133,7 @@ class MemoryRateLimiterTest {
 
   @Test
   void resetAndReclaimFreeTheirSlotsInTheTable() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     Policy p = Policy.tokenBucket("p", 2, 1, Duration.ofSeconds(1));
     MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).maxKeys(2).build();
     l.tryAcquire("a");
@@ -158,7 +158,7 @@ class MemoryRateLimiterTest {
 
   @Test
   void tryConsumeSpendsTheSameBudgetAsTryAcquire() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     for (Policy p : List.of(Policy.fixedWindow("fw", 3, MINUTE), Policy.slidingWindow("sw", 3, MINUTE),
         Policy.tokenBucket("tb", 3, 1, MINUTE), Policy.gcra("g", 1, MINUTE, 3), Policy.slidingLog("log", 3, MINUTE))) {
       MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).build();
@@ -172,7 +172,7 @@ class MemoryRateLimiterTest {
 
   @Test
   void entriesAreReclaimedFromTheirStateAlone() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     Policy p = Policy.slidingWindow("sw", 2, Duration.ofSeconds(1));
     MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).maxKeys(1).build();
     assertThat(l.tryConsume("a", 1)).isTrue();
@@ -191,7 +191,7 @@ class MemoryRateLimiterTest {
    */
   @Test
   void lockFreeRefusalsNeverLetAWindowOverflow() throws Exception {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     Policy p = Policy.fixedWindow("hot", 50, Duration.ofSeconds(1));
     MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).build();
     java.util.concurrent.ConcurrentHashMap<Long, java.util.concurrent.atomic.AtomicInteger> perWindow =
@@ -241,7 +241,7 @@ class MemoryRateLimiterTest {
    */
   @Test
   void fullTableWrongRetryIsNowTheEarliestReclaimableExpiry() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     Policy p = Policy.fixedWindow("p", 5, Duration.ofSeconds(10));
     MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).maxKeys(3).build();
     for (String k : List.of("a", "b", "c")) {
@@ -265,7 +265,7 @@ class MemoryRateLimiterTest {
     assertThat(parks).containsExactly(9_000_000L);
 
     // Within 50 ms of a scan, the retry is the scan floor, exactly: that is when the next scan may run.
-    ManualTicker t2 = Ticker.manual(T0);
+    ManualTicker t2 = ManualTicker.at(T0);
     MemoryRateLimiter f = MemoryRateLimiter.builder(Policy.fixedWindow("f", 5, Duration.ofMillis(10))).ticker(t2).maxKeys(3).build();
     f.tryAcquire("a");
     t2.advance(Duration.ofMillis(10)); // a's window ends: this check scans and reclaims it
@@ -288,7 +288,7 @@ class MemoryRateLimiterTest {
    */
   @Test
   void peekLiedOnAFullTable() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     Policy p = Policy.fixedWindow("p", 5, Duration.ofSeconds(10));
     MemoryRateLimiter l = MemoryRateLimiter.builder(p).ticker(t).maxKeys(1).build();
     assertThat(l.tryAcquire("a").allowed()).isTrue();
@@ -315,7 +315,7 @@ class MemoryRateLimiterTest {
    */
   @Test
   void eachNewPolicyNameScannedEveryTable() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     MemoryRateLimiter l = MemoryRateLimiter.builder(Policy.fixedWindow("default", 5, MINUTE)).ticker(t).build();
     int names = 20_000;
     for (int i = 0; i < names; i++) {
@@ -347,7 +347,7 @@ class MemoryRateLimiterTest {
    */
   @Test
   void aScanWithAnOlderReadingMovedLastScanAtBackAndReopenedAnExpiredWindow() {
-    MemoryRateLimiter l = MemoryRateLimiter.builder(Policy.fixedWindow("p", 3, Duration.ofMillis(1))).ticker(Ticker.manual(T0)).build();
+    MemoryRateLimiter l = MemoryRateLimiter.builder(Policy.fixedWindow("p", 3, Duration.ofMillis(1))).ticker(ManualTicker.at(T0)).build();
     for (int i = 0; i < 3; i++) {
       assertThat(l.tryAcquireAt("k", 1, l.policy(), T0).allowed()).isTrue();
     }
@@ -367,7 +367,7 @@ class MemoryRateLimiterTest {
    */
   @Test
   void aTableDroppedWhileAnotherThreadFillsItNeverOpensTheSameWindowTwice() throws Exception {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     MemoryRateLimiter l = MemoryRateLimiter.builder(Policy.fixedWindow("default", 1, MINUTE)).ticker(t).build();
     List<Policy> ps = List.of(Policy.fixedWindow("a", 3, Duration.ofMillis(1)), Policy.tokenBucket("b", 3, 3, Duration.ofMillis(1)),
         Policy.fixedWindow("c", 3, Duration.ofMillis(1)), Policy.slidingLog("d", 3, Duration.ofMillis(1)));
@@ -411,7 +411,7 @@ class MemoryRateLimiterTest {
    */
   @Test
   void trackedKeysWentAboveMaxKeysUnderConcurrency() throws Exception {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     MemoryRateLimiter l = MemoryRateLimiter.builder(Policy.fixedWindow("p", 1, Duration.ofMillis(1))).ticker(t).maxKeys(100).build();
     AtomicBoolean stop = new AtomicBoolean();
     AtomicLong calls = new AtomicLong();

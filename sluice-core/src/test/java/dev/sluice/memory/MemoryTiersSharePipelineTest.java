@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Refund;
@@ -42,7 +42,7 @@ class MemoryTiersSharePipelineTest {
   void hashedSlotsAndTheCeilingEmittedNoListenerEvents() {
     for (var tier : tiers()) {
       Counting heard = new Counting();
-      ClockedRateLimiter l = tier.apply(Ticker.manual(T0), heard);
+      ClockedRateLimiter l = tier.apply(ManualTicker.at(T0), heard);
       Decision a = l.tryAcquire("k", 10);
       l.tryAcquire("k", 1);
       l.peek("k");
@@ -60,7 +60,7 @@ class MemoryTiersSharePipelineTest {
   @Test
   void aSettlementOnABadClockSpentItsTicketAndAnsweredNoEffect() {
     for (var tier : tiers()) {
-      ManualTicker t = Ticker.manual(T0);
+      ManualTicker t = ManualTicker.at(T0);
       ClockedRateLimiter l = tier.apply(t, RateLimitListener.NONE);
       Ticket ticket = l.tryAcquire("k", 4).ticket().orElseThrow();
       for (long bad : BAD_CLOCKS) {
@@ -76,7 +76,7 @@ class MemoryTiersSharePipelineTest {
   @Test
   void aRefundOnABadClockAnsweredNoEffectWhereTheStorePathFails() {
     for (var tier : tiers()) {
-      ManualTicker t = Ticker.manual(T0);
+      ManualTicker t = ManualTicker.at(T0);
       ClockedRateLimiter l = tier.apply(t, RateLimitListener.NONE);
       Ticket ticket = l.tryAcquire("k", 4).ticket().orElseThrow();
       for (long bad : BAD_CLOCKS) {

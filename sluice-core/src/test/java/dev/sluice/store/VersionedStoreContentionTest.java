@@ -1,5 +1,6 @@
 package dev.sluice.store;
 
+import dev.sluice.testing.ManualTicker;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
@@ -66,7 +67,7 @@ class VersionedStoreContentionTest {
       }
     };
     VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store)
-        .ticker(Ticker.manual(T0)).maxRetries(2).timeout(Duration.ofSeconds(10)).maxBatch(maxBatch)
+        .ticker(ManualTicker.at(T0)).maxRetries(2).timeout(Duration.ofSeconds(10)).maxBatch(maxBatch)
         .failureMode(FailureMode.open((pol, r, c) -> {})).build();
     AtomicInteger allowed = new AtomicInteger(), exceeded = new AtomicInteger(), contention = new AtomicInteger();
     AtomicInteger other = new AtomicInteger();
@@ -113,7 +114,7 @@ class VersionedStoreContentionTest {
   void aKeyThatAlwaysConflictsIsRefusedAsContentionAfterTheBoundedRetries() {
     Policy p = Policy.tokenBucket("always", 10, 1, Duration.ofSeconds(1));
     FaultyStore store = new FaultyStore();
-    VersionedStoreRateLimiter seed = VersionedStoreRateLimiter.builder(p, store).ticker(Ticker.manual(T0)).build();
+    VersionedStoreRateLimiter seed = VersionedStoreRateLimiter.builder(p, store).ticker(ManualTicker.at(T0)).build();
     assertThat(seed.tryAcquire("k").allowed()).isTrue();
     store.hook = (op, part, id, d) -> {
       if (op.equals("cas")) {
@@ -123,7 +124,7 @@ class VersionedStoreContentionTest {
     for (FailureMode mode : List.of(FailureMode.closed(Duration.ofMillis(250)), FailureMode.open((pol, r, c) -> {}),
         FailureMode.fallback(VersionedStoreRateLimiter.builder(p, new InMemoryVersionedStore()).build()))) {
       FakePause pause = new FakePause();
-      VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store).ticker(Ticker.manual(T0))
+      VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store).ticker(ManualTicker.at(T0))
           .maxRetries(4).failureMode(mode).pause(pause).build();
       store.resetCounts();
       Decision d = limiter.tryAcquire("k");
@@ -143,14 +144,14 @@ class VersionedStoreContentionTest {
   void retriesStopAtTheDeadline() {
     Policy p = Policy.fixedWindow("deadline", 10, Duration.ofSeconds(1));
     FaultyStore store = new FaultyStore();
-    VersionedStoreRateLimiter.builder(p, store).ticker(Ticker.manual(T0)).build().tryAcquire("k");
+    VersionedStoreRateLimiter.builder(p, store).ticker(ManualTicker.at(T0)).build().tryAcquire("k");
     store.hook = (op, part, id, d) -> {
       if (op.equals("cas")) {
         store.bumpVersion(part, id);
       }
     };
     FakePause pause = new FakePause();
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store).ticker(Ticker.manual(T0))
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store).ticker(ManualTicker.at(T0))
         .maxRetries(100).timeout(Duration.ofMillis(30)).pause(pause).build();
     long t0 = pause.nanoTime();
     Decision d = limiter.tryAcquire("k");

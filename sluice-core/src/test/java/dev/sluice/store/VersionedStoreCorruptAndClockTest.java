@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
@@ -43,7 +43,7 @@ class VersionedStoreCorruptAndClockTest {
       FaultyStore store = new FaultyStore();
       store.delegate.put(PART, ID, value, 7, T0 + 1);
       Ticket.Issuer issuer = new Ticket.Issuer(); // held by the test, to refund a ticket no acquire could issue
-      VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0))
+      VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(ManualTicker.at(T0))
           .failureMode(mode).issuer(issuer).build();
       Decision d = limiter.tryAcquire("victim");
       assertThat(d.allowed()).as("%s under %s", value, mode).isFalse();
@@ -59,7 +59,7 @@ class VersionedStoreCorruptAndClockTest {
   @Test
   void aRecordWithABadVersionOrIdIsCorruptAndResetClearsIt() {
     FaultyStore store = new FaultyStore();
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0)).build();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(ManualTicker.at(T0)).build();
     store.delegate.put(PART, ID, "s1|fixed-window|" + T0 + "|1|0|" + T0, 0, T0 + 10_000_000);
     assertThat(limiter.tryAcquire("victim").reason()).isEqualTo(Reason.CORRUPT_STATE);
     store.delegate.put(PART, ID, "s1|fixed-window|" + T0 + "|1|0|" + T0, -3, T0 + 10_000_000);
@@ -86,7 +86,7 @@ class VersionedStoreCorruptAndClockTest {
       @Override public boolean deleteIfVersion(String partition, String id, long expected, long deadline) {
         return lying.deleteIfVersion(partition, id, expected, deadline);
       }
-    }).ticker(Ticker.manual(T0)).build();
+    }).ticker(ManualTicker.at(T0)).build();
     assertThat(liar.tryAcquire("victim").reason()).isEqualTo(Reason.CORRUPT_STATE);
     assertThat(lying.writes.get()).isZero();
 
@@ -99,7 +99,7 @@ class VersionedStoreCorruptAndClockTest {
   void aRecordWrittenUnderAnotherAlgorithmCountsAsAbsent() {
     FaultyStore store = new FaultyStore();
     store.delegate.put(PART, ID, "s1|token-bucket|" + T0 + "|0|0|" + T0, 9, T0 + 10_000_000);
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0)).build();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(ManualTicker.at(T0)).build();
     Decision d = limiter.tryAcquire("victim", 2);
     assertThat(d.allowed()).isTrue();
     assertThat(d.remaining()).isEqualTo(3);
@@ -129,11 +129,11 @@ class VersionedStoreCorruptAndClockTest {
   @Test
   void aClockBehindTheRecordsLastWriteBeyondTheToleranceIsRefused() {
     InMemoryVersionedStore store = new InMemoryVersionedStore();
-    ManualTicker ahead = Ticker.manual(T0 + 5_000_000);
+    ManualTicker ahead = ManualTicker.at(T0 + 5_000_000);
     VersionedStoreRateLimiter fast = VersionedStoreRateLimiter.builder(P, store).ticker(ahead).build();
     assertThat(fast.tryAcquire("k").allowed()).isTrue();
 
-    ManualTicker behind = Ticker.manual(T0 + 3_999_999); // 1.000001 s behind the write
+    ManualTicker behind = ManualTicker.at(T0 + 3_999_999); // 1.000001 s behind the write
     AtomicInteger alerts = new AtomicInteger();
     VersionedStoreRateLimiter slow = VersionedStoreRateLimiter.builder(P, store).ticker(behind)
         .failureMode(FailureMode.open((p, r, c) -> alerts.incrementAndGet())).build();

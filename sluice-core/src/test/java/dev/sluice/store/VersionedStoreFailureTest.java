@@ -1,5 +1,6 @@
 package dev.sluice.store;
 
+import dev.sluice.testing.ManualTicker;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
@@ -36,7 +37,7 @@ class VersionedStoreFailureTest {
             throw e;
           }
         };
-        VersionedStoreRateLimiter closed = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0))
+        VersionedStoreRateLimiter closed = VersionedStoreRateLimiter.builder(P, store).ticker(ManualTicker.at(T0))
             .failureMode(FailureMode.closed(Duration.ofMillis(700))).build();
         Decision d = closed.tryAcquire("k");
         assertThat(d.allowed()).as("%s on %s", e, op).isFalse();
@@ -45,7 +46,7 @@ class VersionedStoreFailureTest {
         assertThat(d.retryAfterMicros()).isEqualTo(700_000);
 
         List<Reason> alerted = new CopyOnWriteArrayList<>();
-        VersionedStoreRateLimiter open = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0))
+        VersionedStoreRateLimiter open = VersionedStoreRateLimiter.builder(P, store).ticker(ManualTicker.at(T0))
             .failureMode(FailureMode.open((p, r, c) -> alerted.add(r))).build();
         Decision o = open.tryAcquire("k");
         assertThat(o.allowed()).isTrue();
@@ -55,8 +56,8 @@ class VersionedStoreFailureTest {
         assertThat(alerted).containsExactly(expected);
 
         InMemoryVersionedStore localStore = new InMemoryVersionedStore();
-        VersionedStoreRateLimiter local = VersionedStoreRateLimiter.builder(P, localStore).ticker(Ticker.manual(T0)).build();
-        VersionedStoreRateLimiter fallback = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0))
+        VersionedStoreRateLimiter local = VersionedStoreRateLimiter.builder(P, localStore).ticker(ManualTicker.at(T0)).build();
+        VersionedStoreRateLimiter fallback = VersionedStoreRateLimiter.builder(P, store).ticker(ManualTicker.at(T0))
             .failureMode(FailureMode.fallback(local)).build();
         Decision f = fallback.tryAcquire("k");
         assertThat(f.allowed()).isTrue();
@@ -75,7 +76,7 @@ class VersionedStoreFailureTest {
   @Test
   void aFailedRefundLeavesTheLimiterStricterAndTheTicketReusableOnlyWhenNothingWasWritten() {
     FaultyStore store = new FaultyStore();
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0)).build();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(ManualTicker.at(T0)).build();
     Ticket t = limiter.tryAcquire("k").ticket().orElseThrow();
     store.hook = (o, p, id, d) -> {
       if (o.equals("read")) {
@@ -112,7 +113,7 @@ class VersionedStoreFailureTest {
   void aRefundOrSettlementWhoseAnswerWasLostIsUnknownAndItsRetryChangesNothing() {
     FaultyStore store = new FaultyStore();
     Ticket.Issuer issuer = new Ticket.Issuer();
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0)).issuer(issuer).build();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(ManualTicker.at(T0)).issuer(issuer).build();
     Ticket t = limiter.tryAcquire("k").ticket().orElseThrow();
     Ticket s = limiter.tryAcquire("k").ticket().orElseThrow();
     limiter.tryAcquire("k");
@@ -132,7 +133,7 @@ class VersionedStoreFailureTest {
   void everyStoreCallGetsTheCallsDeadlineAndASlowReadIsNotFollowedByAWrite() {
     FaultyStore store = new FaultyStore();
     FakePause pause = new FakePause();
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0))
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(ManualTicker.at(T0))
         .timeout(Duration.ofMillis(40)).pause(pause).build();
     long before = pause.nanoTime();
     limiter.tryAcquire("k");
@@ -149,7 +150,7 @@ class VersionedStoreFailureTest {
   @Test
   void resetSwallowsStoreTroubleAndSweepReportsIt() {
     FaultyStore store = new FaultyStore();
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(Ticker.manual(T0)).build();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(P, store).ticker(ManualTicker.at(T0)).build();
     store.hook = (o, p, id, d) -> {
       throw new StoreException("down");
     };

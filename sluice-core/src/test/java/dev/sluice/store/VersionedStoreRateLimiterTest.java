@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Algorithm;
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
@@ -48,7 +48,7 @@ class VersionedStoreRateLimiterTest {
   @ParameterizedTest @MethodSource("policies")
   void everyDecisionEqualsTheReferenceModel(Policy policy) {
     Algorithm alg = policy.algorithm();
-    ManualTicker ticker = Ticker.manual(T0);
+    ManualTicker ticker = ManualTicker.at(T0);
     FaultyStore store = new FaultyStore();
     VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(policy, store).ticker(ticker).build();
     Map<String, long[]> model = new HashMap<>();
@@ -112,7 +112,7 @@ class VersionedStoreRateLimiterTest {
   @ParameterizedTest @MethodSource("policies")
   void anAllowedDecisionIsOneReadAndOneWriteAndARefusalAtTheLimitWritesNothing(Policy policy) {
     FaultyStore store = new FaultyStore();
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(policy, store).ticker(Ticker.manual(T0)).build();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(policy, store).ticker(ManualTicker.at(T0)).build();
     for (int i = 0; i < policy.limit(); i++) {
       store.resetCounts();
       assertThat(limiter.tryAcquire("k").allowed()).isTrue();
@@ -142,7 +142,7 @@ class VersionedStoreRateLimiterTest {
         told.add(decision);
       }
     };
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, new InMemoryVersionedStore()).ticker(Ticker.manual(T0))
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, new InMemoryVersionedStore()).ticker(ManualTicker.at(T0))
         .listener(listener, false).build();
     for (int i = 0; i < 10; i++) {
       assertThat(limiter.peek("k").allowed()).isTrue();
@@ -156,7 +156,7 @@ class VersionedStoreRateLimiterTest {
   void theRecordIsHashedVersionedAndCarriesTheDocumentedFormatAndExpiry() {
     Policy p = Policy.fixedWindow("login", 10, Duration.ofMinutes(5));
     InMemoryVersionedStore store = new InMemoryVersionedStore();
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store).ticker(Ticker.manual(T0)).build();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store).ticker(ManualTicker.at(T0)).build();
     limiter.tryAcquire("user:42", 3);
     StoredRecord r = store.read(StoredId.policy("login"), StoredId.key("login", "user:42"), 0);
     assertThat(r.value()).isEqualTo("s1|fixed-window|" + T0 + "|3|0|" + T0);
@@ -173,7 +173,7 @@ class VersionedStoreRateLimiterTest {
     Policy loose = Policy.fixedWindow("route", 100, Duration.ofMinutes(1));
     Policy tight = Policy.fixedWindow("route.expensive", 2, Duration.ofMinutes(1));
     InMemoryVersionedStore store = new InMemoryVersionedStore();
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(loose, store).ticker(Ticker.manual(T0)).build();
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(loose, store).ticker(ManualTicker.at(T0)).build();
     assertThat(limiter.tryAcquire("u", 1, tight).allowed()).isTrue();
     assertThat(limiter.tryAcquire("u", 1, tight).allowed()).isTrue();
     assertThat(limiter.tryAcquire("u", 1, tight).allowed()).isFalse();
@@ -185,7 +185,7 @@ class VersionedStoreRateLimiterTest {
   @Test
   void refundsGiveBackOnceAndNothingAfterTheWindowRolled() {
     Policy p = Policy.fixedWindow("refund", 3, Duration.ofSeconds(10));
-    ManualTicker ticker = Ticker.manual(T0);
+    ManualTicker ticker = ManualTicker.at(T0);
     VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, new InMemoryVersionedStore()).ticker(ticker).build();
     Ticket a = limiter.tryAcquire("k", 2).ticket().orElseThrow();
     Ticket b = limiter.tryAcquire("k").ticket().orElseThrow();
@@ -241,7 +241,7 @@ class VersionedStoreRateLimiterTest {
       @Override public void onStoreCall(Policy policy, long nanos, Throwable e) { seen.add("store " + (e == null)); }
     };
     VersionedStoreRateLimiter hidden = VersionedStoreRateLimiter.builder(p, new InMemoryVersionedStore())
-        .ticker(Ticker.manual(T0)).listener(l, false).build();
+        .ticker(ManualTicker.at(T0)).listener(l, false).build();
     Ticket t = hidden.tryAcquire("k").ticket().orElseThrow();
     hidden.tryAcquire("k");
     hidden.refund(t);
@@ -250,7 +250,7 @@ class VersionedStoreRateLimiterTest {
         "store true", "store true", "refund APPLIED");
     seen.clear();
     VersionedStoreRateLimiter shown = VersionedStoreRateLimiter.builder(p, new InMemoryVersionedStore())
-        .ticker(Ticker.manual(T0)).listener(new RateLimitListener() {
+        .ticker(ManualTicker.at(T0)).listener(new RateLimitListener() {
           @Override public void onDecision(Decision d, String key) { seen.add(key); throw new IllegalStateException("boom"); }
         }, true).build();
     assertThat(shown.tryAcquire("k").allowed()).isTrue();

@@ -3,7 +3,7 @@ package dev.sluice.store;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
@@ -25,7 +25,7 @@ class VersionedStoreSweepTest {
     Policy p = Policy.fixedWindow("sweep", 3, Duration.ofSeconds(10));
     String part = StoredId.policy("sweep");
     FaultyStore store = new FaultyStore();
-    ManualTicker ticker = Ticker.manual(T0);
+    ManualTicker ticker = ManualTicker.at(T0);
     VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store).ticker(ticker).build();
     for (int i = 0; i < 600; i++) {
       limiter.tryAcquire("old-" + i);
@@ -76,7 +76,7 @@ class VersionedStoreSweepTest {
     for (Policy p : List.of(Policy.slidingWindow("s-sw", 4, Duration.ofSeconds(2)), Policy.tokenBucket("s-tb", 4, 1, Duration.ofSeconds(1)),
         Policy.gcra("s-gcra", 2, Duration.ofSeconds(1), 4))) {
       InMemoryVersionedStore store = new InMemoryVersionedStore();
-      ManualTicker ticker = Ticker.manual(T0);
+      ManualTicker ticker = ManualTicker.at(T0);
       VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store).ticker(ticker).build();
       for (int i = 0; i < 4; i++) {
         limiter.tryAcquire("k");

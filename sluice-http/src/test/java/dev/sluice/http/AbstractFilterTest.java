@@ -3,7 +3,7 @@ package dev.sluice.http;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Ticker;
@@ -42,7 +42,7 @@ abstract class AbstractFilterTest {
   final AtomicInteger handled = new AtomicInteger();
   final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(5)).build();
-  final ManualTicker ticker = Ticker.manual(T0);
+  final ManualTicker ticker = ManualTicker.at(T0);
   private URI base;
 
   /**

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
@@ -19,7 +19,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class HttpRateLimitTest {
-  private final ManualTicker ticker = Ticker.manual(1_700_000_000_000_000L);
+  private final ManualTicker ticker = ManualTicker.at(1_700_000_000_000_000L);
   private final Policy api = Policy.fixedWindow("api", 3, Duration.ofSeconds(60));
   private final MemoryRateLimiter limiter = MemoryRateLimiter.builder(api).ticker(ticker).build();
 

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
@@ -46,7 +46,7 @@ class HttpVerdictTest {
   }
 
   @Test void aRefusalIs429WithRetryAfterTheLimitHeadersAndTheProblemBody() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     MemoryRateLimiter lim = MemoryRateLimiter.builder(Policy.fixedWindow("login", 1, Duration.ofMillis(1200))).ticker(t).build();
     lim.tryAcquire("k");
     HttpVerdict v = HttpVerdict.of(lim.tryAcquire("k"), t.nowMicros(), RateLimitHeaders.all());
@@ -84,7 +84,7 @@ class HttpVerdictTest {
       case "gcra" -> Policy.gcra("uploads", 1, Duration.ofSeconds(1), 4);
       default -> Policy.slidingLog("uploads", 4, w);
     };
-    ManualTicker t = Ticker.manual(T0 + 250_000);
+    ManualTicker t = ManualTicker.at(T0 + 250_000);
     MemoryRateLimiter lim = MemoryRateLimiter.builder(p).ticker(t).build();
     for (int i = 0; i < 4; i++) {
       assertThat(lim.tryAcquire("k").allowed()).isTrue();
@@ -107,7 +107,7 @@ class HttpVerdictTest {
 
   /** Issue 17.7: the draft's pk partition key, behind a switch: a digest of the key, never the key; off by default. */
   @Test void partitionKeysAreAHashOfTheKeyAndOnlyWhenSwitchedOn() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     MemoryRateLimiter lim = MemoryRateLimiter.builder(Policy.fixedWindow("login", 1, Duration.ofSeconds(60))).ticker(t).build();
     Decision ok = lim.tryAcquire("user:42");
     String pk = ";pk=:" + java.util.Base64.getEncoder().encodeToString(

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
@@ -25,7 +25,7 @@ class RateLimitHeadersTest {
   }
 
   @Test void allowedFixedWindowRendersBothFamilies() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     MemoryRateLimiter lim = MemoryRateLimiter.builder(Policy.fixedWindow("api", 100, Duration.ofSeconds(60))).ticker(t).build();
     lim.tryAcquire("k");
     t.advance(Duration.ofMillis(29_500));
@@ -43,7 +43,7 @@ class RateLimitHeadersTest {
   }
 
   @Test void withACeilingBothPoliciesAreListedAndTheTighterIsLegacy() {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     Policy client = Policy.fixedWindow("api", 10, Duration.ofSeconds(60));
     Policy ceiling = Policy.tokenBucket("ceiling", 5, 1, Duration.ofSeconds(2)); // refills from empty in 10 s
     MemoryRateLimiter lim = MemoryRateLimiter.builder(client).ticker(t).build();

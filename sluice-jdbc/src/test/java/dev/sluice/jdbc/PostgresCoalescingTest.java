@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.internal.ModelSteps;
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
@@ -158,7 +158,7 @@ class PostgresCoalescingTest {
   @ParameterizedTest @MethodSource("policies")
   void theBatchStatementDecidesEachRequestAsTheModel(Policy p) throws Exception {
     SplittableRandom rnd = new SplittableRandom(p.algorithm().id().hashCode());
-    ManualTicker ticker = Ticker.manual(1_700_000_000_000_000L);
+    ManualTicker ticker = ManualTicker.at(1_700_000_000_000_000L);
     CountingDataSource counted = new CountingDataSource(db.ds());
     try (JdbcRateLimiter l = builder(p, counted.ds).ticker(ticker).build()) {
       long[] st = new long[3];

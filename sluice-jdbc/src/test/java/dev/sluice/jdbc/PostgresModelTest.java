@@ -3,7 +3,7 @@ package dev.sluice.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
@@ -46,7 +46,7 @@ class PostgresModelTest {
   void replaysTheReferenceModel(Policy policy) {
     long seed = policy.algorithm().toString().hashCode();  // not the name, which is random per run
     Random rnd = new Random(seed);
-    ManualTicker ticker = Ticker.manual(1_700_000_000_000_000L);
+    ManualTicker ticker = ManualTicker.at(1_700_000_000_000_000L);
     long window = policy.algorithm() instanceof dev.sluice.Algorithm.TokenBucket tb ? tb.refillPeriodMicros()
         : policy.algorithm() instanceof dev.sluice.Algorithm.Gcra g ? g.periodMicros()
         : policy.algorithm() instanceof dev.sluice.Algorithm.FixedWindow fw ? fw.windowMicros()

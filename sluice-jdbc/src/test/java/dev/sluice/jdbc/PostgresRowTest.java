@@ -3,7 +3,7 @@ package dev.sluice.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
@@ -75,7 +75,7 @@ class PostgresRowTest {
         true);
 
     // Through the limiter: a count of 2^52 is a (refused) state, one more is corrupt, whatever the failure mode.
-    ManualTicker t = Ticker.manual(1_800_000_000_000_000L);
+    ManualTicker t = ManualTicker.at(1_800_000_000_000_000L);
     Policy p = Policy.fixedWindow(PostgresTestSupport.name("bound"), 5, Duration.ofMinutes(1));
     try (JdbcRateLimiter l = JdbcRateLimiter.builder(p, db.ds()).table(db.table()).ticker(t).timeout(Duration.ofSeconds(10)).build()) {
       assertThat(l.tryAcquire("k").allowed()).isTrue();
@@ -91,7 +91,7 @@ class PostgresRowTest {
 
   @Test
   void aClockReadingAboveTheStateBoundIsRefusedWithoutTouchingTheStore() {
-    ManualTicker t = Ticker.manual(Checks.MAX_CLOCK);
+    ManualTicker t = ManualTicker.at(Checks.MAX_CLOCK);
     t.advanceMicros(1); // past the bound: a manual ticker cannot start there, but it can be moved there
     Policy p = Policy.tokenBucket(PostgresTestSupport.name("clock"), 5, 5, Duration.ofSeconds(1));
     List<Reason> reasons = new ArrayList<>();

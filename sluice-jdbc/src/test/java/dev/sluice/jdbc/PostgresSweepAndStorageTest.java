@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
@@ -49,7 +49,7 @@ class PostgresSweepAndStorageTest {
 
   @Test
   void sweepDeletesExpiredRowsKeepsMalformedOnesAndTheyFailClosed() throws Exception {
-    ManualTicker t = Ticker.manual(1_800_000_000_000_000L);
+    ManualTicker t = ManualTicker.at(1_800_000_000_000_000L);
     Policy p = Policy.fixedWindow(PostgresTestSupport.name("sweep"), 5, Duration.ofSeconds(1));
     String own = ownTable();
     try (JdbcRateLimiter l = limiter(p, t, own);
@@ -96,7 +96,7 @@ class PostgresSweepAndStorageTest {
    */
   @Test
   void sweepKeptPinnedRowsWithAnInvalidConfigurationWithoutCountingThem() throws Exception {
-    ManualTicker t = Ticker.manual(1_800_000_000_000_000L);
+    ManualTicker t = ManualTicker.at(1_800_000_000_000_000L);
     Policy p = Policy.fixedWindow(PostgresTestSupport.name("pinned-bad"), 5, Duration.ofSeconds(1));
     String own = ownTable();
     try (JdbcRateLimiter l = limiter(p, t, own)) {
@@ -119,7 +119,7 @@ class PostgresSweepAndStorageTest {
    */
   @Test
   void stateFromTheFarFutureWasTrusted() throws Exception {
-    ManualTicker t = Ticker.manual(1_800_000_000_000_000L);
+    ManualTicker t = ManualTicker.at(1_800_000_000_000_000L);
     Policy p = Policy.gcra(PostgresTestSupport.name("future"), 10, Duration.ofSeconds(1), 5);
     String own = ownTable(); // the other tests sweep the shared table
     try (JdbcRateLimiter l = limiter(p, t, own)) {
@@ -141,7 +141,7 @@ class PostgresSweepAndStorageTest {
 
   @Test
   void aRowWrittenBetweenTheSweepsReadAndDeleteSurvives() throws Exception {
-    ManualTicker t = Ticker.manual(1_800_000_000_000_000L);
+    ManualTicker t = ManualTicker.at(1_800_000_000_000_000L);
     Policy p = Policy.tokenBucket(PostgresTestSupport.name("sweep-race"), 3, 3, Duration.ofSeconds(1));
     String own = ownTable();
     try (JdbcRateLimiter l = limiter(p, t, own)) {
@@ -208,7 +208,7 @@ class PostgresSweepAndStorageTest {
 
   @Test
   void anOverrideChangesALiveAccountAndLaterCallsNeverRevertIt() throws Exception {
-    ManualTicker t = Ticker.manual(1_800_000_000_000_000L);
+    ManualTicker t = ManualTicker.at(1_800_000_000_000_000L);
     Policy standard = Policy.tokenBucket(PostgresTestSupport.name("account"), 5, 5, Duration.ofMinutes(1));
     Policy vip = Policy.tokenBucket(standard.name(), 50, 50, Duration.ofMinutes(1));
     try (JdbcRateLimiter l = limiter(standard, t); JdbcRateLimiter otherInstance = limiter(standard, t)) {

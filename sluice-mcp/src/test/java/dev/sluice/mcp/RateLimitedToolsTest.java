@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
@@ -45,7 +45,7 @@ import reactor.core.publisher.Mono;
 /** A real MCP SDK server and client over an in-process (loopback socket) transport. */
 class RateLimitedToolsTest {
   private final McpJsonMapper mapper = McpJsonDefaults.getMapper();
-  private final ManualTicker ticker = Ticker.manual(1_700_000_000_000_000L);
+  private final ManualTicker ticker = ManualTicker.at(1_700_000_000_000_000L);
   private final AtomicInteger toolRuns = new AtomicInteger();
   private McpSyncServer server;
   private McpAsyncServer asyncServer;

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 class RateLimitMetricsTest {
-  private final ManualTicker ticker = Ticker.manual(1_700_000_000_000_000L);
+  private final ManualTicker ticker = ManualTicker.at(1_700_000_000_000_000L);
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
 
   private double count(String name, String... tags) {

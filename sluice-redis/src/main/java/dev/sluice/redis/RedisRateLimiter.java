@@ -1,5 +1,6 @@
 package dev.sluice.redis;
 
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;

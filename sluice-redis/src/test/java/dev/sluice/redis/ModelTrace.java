@@ -3,7 +3,7 @@ package dev.sluice.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticket;

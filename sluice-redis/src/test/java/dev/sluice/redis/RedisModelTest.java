@@ -2,7 +2,7 @@ package dev.sluice.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
 import java.time.Duration;
@@ -19,7 +19,7 @@ class RedisModelTest {
   }
 
   private static void run(List<Policy> policies, long[] steps, long seed) {
-    ManualTicker ticker = Ticker.manual(START + seed);
+    ManualTicker ticker = ManualTicker.at(START + seed);
     try (RedisRateLimiter limiter = RedisRateLimiter.builder(policies.get(0), SharedRedis.client())
         .ticker(ticker).expiryGrace(Duration.ofMinutes(10)).timeout(Duration.ofSeconds(2)).build()) {
       ModelTrace.replay(limiter, ticker, policies, steps, 1500, seed);
@@ -64,7 +64,7 @@ class RedisModelTest {
 
   @Test void aLogRefundGoesOnlyToItsOwnEntry() {
     Policy p = Policy.slidingLog(name("slref"), 3, Duration.ofMillis(900));
-    ManualTicker ticker = Ticker.manual(START);
+    ManualTicker ticker = ManualTicker.at(START);
     try (RedisRateLimiter l = RedisRateLimiter.builder(p, SharedRedis.client()).ticker(ticker).build()) {
       var a = l.tryAcquire("k").ticket().orElseThrow();
       ticker.advanceMicros(500_000);

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
@@ -77,7 +77,7 @@ class RedisRateLimiterTest {
   }
 
   @Test void anInvalidClockReadingFailsClosedEvenWhenOpen() {
-    ManualTicker ticker = Ticker.manual(1); // set to each bad reading below
+    ManualTicker ticker = ManualTicker.at(1); // set to each bad reading below
     AtomicInteger alerts = new AtomicInteger();
     Policy p = Policy.tokenBucket(unique("clock"), 3, 1, Duration.ofSeconds(1));
     try (RedisRateLimiter l = RedisRateLimiter.builder(p, SharedRedis.client()).ticker(ticker)
@@ -106,7 +106,7 @@ class RedisRateLimiterTest {
    */
   @Test void aSuppliedClockLaggingTheWallClockForgotTheState() {
     long t0 = 1_800_000_000_000_000L;
-    ManualTicker ticker = Ticker.manual(t0 + 10_000);
+    ManualTicker ticker = ManualTicker.at(t0 + 10_000);
     Duration w = Duration.ofMillis(100);
     List<Policy> ps = List.of(Policy.fixedWindow(unique("lag-fw"), 1, w), Policy.slidingWindow(unique("lag-sw"), 1, w),
         Policy.tokenBucket(unique("lag-tb"), 1, 1, w), Policy.gcra(unique("lag-gcra"), 1, w, 1), Policy.slidingLog(unique("lag-sl"), 1, w));
@@ -210,7 +210,7 @@ class RedisRateLimiterTest {
         settled.add(r);
       }
     };
-    ManualTicker ticker = Ticker.manual(1_800_000_000_000_000L);
+    ManualTicker ticker = ManualTicker.at(1_800_000_000_000_000L);
     try (RedisRateLimiter l = RedisRateLimiter.builder(p, SharedRedis.client()).ticker(ticker).listener(listener, false).build()) {
       String key = unique("tenant");
       Ticket big = l.tryAcquire(key, 40).ticket().orElseThrow();

@@ -1,7 +1,7 @@
 package dev.sluice.server;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
@@ -88,7 +88,7 @@ final class Simulation {
     int bins = (int) Math.max(1, -Math.floorDiv(-traffic.durationMicros, binMicros));
     List<Result> results = new ArrayList<>();
     for (Policy p : policies) {
-      ManualTicker ticker = Ticker.manual(START_MICROS);
+      ManualTicker ticker = ManualTicker.at(START_MICROS);
       RateLimiter limiter = limiters.apply(p, ticker);
       long[] admittedPerBin = new long[bins];
       long[] refusedPerBin = new long[bins];

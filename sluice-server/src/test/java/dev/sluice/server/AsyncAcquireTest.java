@@ -3,7 +3,7 @@ package dev.sluice.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
@@ -83,7 +83,7 @@ class AsyncAcquireTest {
   }
 
   @Test void outstandingDecisionsHoldNoRequestThreadAndPastMaxPendingAreShedAtOnce() throws Exception {
-    ManualTicker ticker = Ticker.manual(ServerApiTest.T0);
+    ManualTicker ticker = ManualTicker.at(ServerApiTest.T0);
     GatedStore store = new GatedStore(ticker);
     List<Policy> policies = PolicyFile.parse(ServerApiTest.POLICIES.replace("limit: 3", "limit: 1000"), "test");
     ExecutorService clients = Executors.newFixedThreadPool(200);
@@ -118,7 +118,7 @@ class AsyncAcquireTest {
    * on the thread that completed the decisions.
    */
   @Test void answersAreWrittenOnRequestThreadsNotOnTheThreadThatCompletedTheDecision() throws Exception {
-    ManualTicker storeTicker = Ticker.manual(ServerApiTest.T0);
+    ManualTicker storeTicker = ManualTicker.at(ServerApiTest.T0);
     GatedStore store = new GatedStore(storeTicker);
     java.util.Set<String> answeredOn = java.util.concurrent.ConcurrentHashMap.newKeySet();
     Ticker serverTicker = () -> {

@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpServer;
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
@@ -91,7 +91,7 @@ class FrontEndsAgreeTest {
   static final List<String> LIMIT_HEADERS = List.of("RateLimit-Policy", "RateLimit", "X-RateLimit-Limit",
       "X-RateLimit-Remaining", "X-RateLimit-Reset");
 
-  final ManualTicker ticker = Ticker.manual(T0);
+  final ManualTicker ticker = ManualTicker.at(T0);
   final FixedAnswer limiter = new FixedAnswer(API);
   final AtomicInteger handled = new AtomicInteger();
   final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
 import dev.sluice.kernel.Store;
@@ -44,7 +44,7 @@ class ServerApiTest {
   Http http;
 
   @BeforeEach void start() throws Exception {
-    ticker = Ticker.manual(T0);
+    ticker = ManualTicker.at(T0);
     List<Policy> policies = PolicyFile.parse(POLICIES, "test");
     server = new SluiceServer(policies, Store.memory(1000, ticker), "127.0.0.1", 0, Duration.ofSeconds(5), ticker, 4).start();
     http = new Http(server.uri());
@@ -148,7 +148,7 @@ class ServerApiTest {
    * bound is what bounds them: the longest key allowed, in 3-byte characters, still refunds.
    */
   @Test void theLongestMemoryStoreKeyStillGetsARefundableTicket() throws Exception {
-    ManualTicker t = Ticker.manual(T0);
+    ManualTicker t = ManualTicker.at(T0);
     int longest = TicketCodec.MAX_MEMORY_KEY_LENGTH;
     try (SluiceServer s = new SluiceServer(PolicyFile.parse(POLICIES, "test"), Store.memory(1000, longest, t), "127.0.0.1", 0,
         Duration.ofSeconds(5), t, 4).start()) {

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.sluice.Algorithm;
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
@@ -79,7 +79,7 @@ public abstract sealed class BoundCases extends OutageCases permits PipelineCase
 
   private void edgeTrace(Policy p, long start, long seed) {
     SplittableRandom rnd = new SplittableRandom(seed ^ p.algorithm().hashCode());
-    ManualTicker ticker = Ticker.manual(start);
+    ManualTicker ticker = ManualTicker.at(start);
     RateLimiter backend = limiter(p, ticker);
     ReferenceLimiter model = new ReferenceLimiter();
     long w = windowMicros(p);

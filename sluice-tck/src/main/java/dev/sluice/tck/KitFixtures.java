@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.sluice.Algorithm;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
@@ -190,7 +190,7 @@ public abstract sealed class KitFixtures permits HotKeyCases {
     long span = 1_000_000_000_000L;
     long offset = Integer.getInteger("sluice.explore", 0) > 0 ? ThreadLocalRandom.current().nextLong(span)
         : Math.floorMod(getClass().getName().hashCode() * 0x9E37_79B9L, span);
-    return Ticker.manual(EPOCH_2024 + offset);
+    return ManualTicker.at(EPOCH_2024 + offset);
   }
 
   final RateLimiter limiter(Policy p, Ticker t) {

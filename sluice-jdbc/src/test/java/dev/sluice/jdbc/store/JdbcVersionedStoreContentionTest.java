@@ -1,5 +1,6 @@
 package dev.sluice.jdbc.store;
 
+import dev.sluice.testing.ManualTicker;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
@@ -43,7 +44,7 @@ class JdbcVersionedStoreContentionTest {
     String policyName = JdbcVersionedStoreTest.randomPolicyName();
     int limit = 150, threads = 16, perThread = 20;
     Policy p = Policy.fixedWindow(policyName, limit, Duration.ofMinutes(1));
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, conflicting).ticker(Ticker.manual(T0))
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, conflicting).ticker(ManualTicker.at(T0))
         .maxRetries(1).timeout(Duration.ofSeconds(10)).failureMode(FailureMode.open((pol, r, c) -> {}))
         .maxBatch(1) // every thread its own compare-and-set: coalescing would spare the retries this test is about
         .build();

@@ -1,5 +1,6 @@
 package dev.sluice.jdbc.store;
 
+import dev.sluice.testing.ManualTicker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -48,7 +49,7 @@ class JdbcVersionedStoreDeadlineTest {
   private final Policy policy = Policy.fixedWindow(JdbcVersionedStoreTest.randomPolicyName(), 10, Duration.ofMinutes(1));
   private final Ticket.Issuer issuer = new Ticket.Issuer();
   private final VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(policy, store)
-      .ticker(Ticker.manual(T0)).timeout(DEADLINE).issuer(issuer).build();
+      .ticker(ManualTicker.at(T0)).timeout(DEADLINE).issuer(issuer).build();
 
   @AfterEach
   void release() {
@@ -102,7 +103,7 @@ class JdbcVersionedStoreDeadlineTest {
   void aWorkerWhoseCallerWasAnsweredLeavesThePool() throws Exception {
     StalledPool interruptible = new StalledPool(true);
     JdbcVersionedStore over = JdbcVersionedStore.builder(interruptible).dialect(Dialect.POSTGRESQL).executor(workers).build();
-    VersionedStoreRateLimiter l = VersionedStoreRateLimiter.builder(policy, over).ticker(Ticker.manual(T0)).timeout(DEADLINE).build();
+    VersionedStoreRateLimiter l = VersionedStoreRateLimiter.builder(policy, over).ticker(ManualTicker.at(T0)).timeout(DEADLINE).build();
     assertThat(l.tryAcquire("k").reason()).isEqualTo(Reason.TIMEOUT);
     workers.shutdown();
     assertThat(workers.awaitTermination(POOL_WAIT.toMillis() / 2, TimeUnit.MILLISECONDS))

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Path;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
@@ -75,7 +75,7 @@ class JdbcVersionedStoreTest {
     JdbcVersionedStore store = JdbcVersionedStoreDatabases.store(ds, JdbcVersionedStoreDatabases.TEST_TABLE);
     String policy = randomPolicyName();
     VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(Policy.fixedWindow(policy, 5, Duration.ofMinutes(1)), store)
-        .ticker(Ticker.manual(T0)).build();
+        .ticker(ManualTicker.at(T0)).build();
     assertThat(limiter.tryAcquire("alice@example.com", 2).remaining()).isEqualTo(3);
     try (Connection c = ds.getConnection();
          PreparedStatement ps = c.prepareStatement("SELECT record_id, version, expires_at, state FROM "
@@ -98,7 +98,7 @@ class JdbcVersionedStoreTest {
     JdbcVersionedStore store = JdbcVersionedStoreDatabases.store(ds, JdbcVersionedStoreDatabases.TEST_TABLE);
     String policyName = randomPolicyName();
     Policy p = Policy.tokenBucket(policyName, 3, 1, Duration.ofSeconds(1));
-    ManualTicker ticker = Ticker.manual(T0);
+    ManualTicker ticker = ManualTicker.at(T0);
     VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store).ticker(ticker)
         .failureMode(FailureMode.open((pol, r, c) -> {})).build();
     for (int i = 0; i < 300; i++) {
@@ -148,7 +148,7 @@ class JdbcVersionedStoreTest {
     JdbcVersionedStore store = JdbcVersionedStoreDatabases.store(ds, JdbcVersionedStoreDatabases.TEST_TABLE);
     String policyName = randomPolicyName();
     Policy p = Policy.fixedWindow(policyName, 10, Duration.ofMinutes(1));
-    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store).ticker(Ticker.manual(T0))
+    VersionedStoreRateLimiter limiter = VersionedStoreRateLimiter.builder(p, store).ticker(ManualTicker.at(T0))
         .timeout(Duration.ofMillis(300)).build();
     assertThat(limiter.tryAcquire("locked").allowed()).isTrue();
     String partition = StoredId.policy(policyName);
@@ -186,7 +186,7 @@ class JdbcVersionedStoreTest {
     VersionedStore store = JdbcVersionedStore.builder(nowhere).dialect(Dialect.POSTGRESQL).build();
     Policy p = Policy.gcra(randomPolicyName(), 5, Duration.ofSeconds(1), 5);
     for (FailureMode mode : List.of(FailureMode.closed(), FailureMode.open((pol, r, c) -> {}))) {
-      Decision d = VersionedStoreRateLimiter.builder(p, store).ticker(Ticker.manual(T0)).failureMode(mode).build().tryAcquire("k");
+      Decision d = VersionedStoreRateLimiter.builder(p, store).ticker(ManualTicker.at(T0)).failureMode(mode).build().tryAcquire("k");
       assertThat(d.reason()).isEqualTo(Reason.STORE_UNAVAILABLE);
       assertThat(d.allowed()).isEqualTo(mode instanceof FailureMode.Open);
       assertThat(d.path()).isEqualTo(Path.FAILURE_MODE);

@@ -1,5 +1,6 @@
 package dev.sluice.jdbc.store;
 
+import dev.sluice.testing.ManualTicker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -122,7 +123,7 @@ class SqlFailureClassificationTest {
     }
     JdbcVersionedStore store = JdbcVersionedStore.builder(ds).table(JdbcVersionedStoreDatabases.TEST_TABLE)
         .dialect(Dialect.POSTGRESQL).build();
-    Reason engine = VersionedStoreRateLimiter.builder(policy, store).ticker(Ticker.manual(T0)).timeout(deadline).build()
+    Reason engine = VersionedStoreRateLimiter.builder(policy, store).ticker(ManualTicker.at(T0)).timeout(deadline).build()
         .tryAcquire(key).reason();
     return new Reason[] {limiter, engine};
   }

@@ -5,7 +5,7 @@ import static dev.sluice.server.envoy.EnvoyClient.hits;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.sluice.ManualTicker;
+import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
 import dev.sluice.http.RateLimitHeaders;
@@ -236,7 +236,7 @@ class EnvoyCompatibilityTest {
       """;
 
   @TempDir Path dir;
-  final ManualTicker clock = Ticker.manual(1_000_000_000L);
+  final ManualTicker clock = ManualTicker.at(1_000_000_000L);
   final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   EnvoyGrpcServer server;
   EnvoyClient client;
