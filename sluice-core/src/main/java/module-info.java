@@ -14,7 +14,7 @@ module dev.sluice.core {
   exports dev.sluice.store;
   exports dev.sluice.guard;
   exports dev.sluice.testing;
-  // Validation and hashing shared by the backends; not API.
-  exports dev.sluice.internal to dev.sluice.tck, dev.sluice.redis, dev.sluice.jdbc, dev.sluice.http,
-      dev.sluice.micrometer, dev.sluice.mcp, dev.sluice.server, dev.sluice.spring.autoconfigure;
+  // Validation, stored ids and the pipeline parts shared by the backends and the application kernel
+  // (which offers the front ends what they need of it as public API: Inputs, Keys, PolicyWords); not API.
+  exports dev.sluice.internal to dev.sluice.tck, dev.sluice.redis, dev.sluice.jdbc, dev.sluice.kernel;
 }

@@ -28,6 +28,15 @@ public sealed interface Algorithm
   }
 
   /**
+   * The span of time this algorithm's quota covers, in microseconds: the window, or for a bucket
+   * (token bucket, GCRA) the time its rate takes to refill its burst from empty, rounded up. It is
+   * the {@code w} of the {@code RateLimit-Policy} header and the base of a ticket's life.
+   */
+  default long quotaMicros() {
+    return AlgorithmKind.quotaMicros(this);
+  }
+
+  /**
    * Fixed window: a window opens on a key's first hit and lasts {@code windowMicros}; the next hit
    * after it ends opens a new one. A burst across a boundary can admit up to twice the limit.
    */

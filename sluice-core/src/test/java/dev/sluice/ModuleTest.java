@@ -36,6 +36,11 @@ class ModuleTest {
     // the reference model (with its mutable scratch Outcome) is read by the kit and the SQL backend only
     assertThat(d.exports()).filteredOn(e -> e.source().equals("dev.sluice.model"))
         .singleElement().satisfies(e -> assertThat(e.targets()).containsExactlyInAnyOrder("dev.sluice.tck", "dev.sluice.jdbc"));
+    // the internals go to the modules that implement backends (and the kernel, which offers the
+    // front ends what they need of them as public API), never to a front end
+    assertThat(d.exports()).filteredOn(e -> e.source().equals("dev.sluice.internal"))
+        .singleElement().satisfies(e -> assertThat(e.targets())
+            .containsExactlyInAnyOrder("dev.sluice.tck", "dev.sluice.redis", "dev.sluice.jdbc", "dev.sluice.kernel"));
     assertThat(d.requires()).allMatch(r -> r.name().equals("java.base"), "the core requires nothing but java.base");
   }
 

@@ -99,7 +99,7 @@ public enum AlgorithmKind {
   }
 
   /** Parameter {@code i} ({@link #parameters()} order) of {@code a}, of this kind; a period in microseconds. */
-  long value(Algorithm a, int i) {
+  public long value(Algorithm a, int i) {
     return parameters.get(i).read.applyAsLong(a);
   }
 

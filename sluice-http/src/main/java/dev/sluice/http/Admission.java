@@ -2,7 +2,7 @@ package dev.sluice.http;
 
 import dev.sluice.Decision;
 import dev.sluice.Ticket;
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import dev.sluice.kernel.RefundRule;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
@@ -71,7 +71,7 @@ final class Admission {
         config.ceilingLimiter.settle(ceiling.ticket().get(), actual);
       }
     } catch (NumberFormatException e) {
-      LOG.log(System.Logger.Level.WARNING, "usage " + config.usage + " " + Checks.quote(reported.toString())
+      LOG.log(System.Logger.Level.WARNING, "usage " + config.usage + " " + Inputs.quote(reported.toString())
           + " is not a whole number; the estimate of " + config.reserve + " stays charged");
     } catch (IllegalArgumentException e) {
       LOG.log(System.Logger.Level.WARNING, "usage " + config.usage + ": " + e.getMessage() + "; the estimate stays charged");

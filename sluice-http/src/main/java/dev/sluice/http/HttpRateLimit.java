@@ -6,8 +6,8 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
-import dev.sluice.internal.Checks;
-import dev.sluice.internal.Keys;
+import dev.sluice.kernel.Inputs;
+import dev.sluice.kernel.Keys;
 import dev.sluice.kernel.RefundRule;
 import dev.sluice.memory.CeilingRateLimiter;
 
@@ -81,7 +81,7 @@ public final class HttpRateLimit {
   }
 
   public static Builder builder(RateLimiter limiter) {
-    return new Builder(Checks.notNull("limiter", limiter));
+    return new Builder(Inputs.notNull("limiter", limiter));
   }
 
   public Policy policy() { return policy; }
@@ -127,7 +127,7 @@ public final class HttpRateLimit {
     if (key == null || key.isBlank()) {
       return KeyResolver.UNKNOWN;
     }
-    if (key.length() > MAX_RAW_KEY || Checks.unpairedSurrogate(key) >= 0) {
+    if (key.length() > MAX_RAW_KEY || Inputs.unpairedSurrogate(key) >= 0) {
       return Keys.hashed(key);
     }
     return key;
@@ -169,13 +169,13 @@ public final class HttpRateLimit {
 
     /** Checks clients under {@code policy} instead of the limiter's default policy. */
     public Builder policy(Policy policy) {
-      this.policy = Checks.notNull("policy", policy);
+      this.policy = Inputs.notNull("policy", policy);
       return this;
     }
 
     /** Who a request counts against. Default: {@link KeyResolver#clientAddress()}. */
     public Builder keyResolver(KeyResolver resolver) {
-      this.keyResolver = Checks.notNull("keyResolver", resolver);
+      this.keyResolver = Inputs.notNull("keyResolver", resolver);
       return this;
     }
 
@@ -189,14 +189,14 @@ public final class HttpRateLimit {
 
     /** {@link #globalCeiling(Policy)} through another limiter (e.g. a memory tier in front of a shared store). */
     public Builder globalCeiling(RateLimiter ceilingLimiter, Policy policy) {
-      this.ceilingLimiter = Checks.notNull("ceiling limiter", ceilingLimiter);
-      this.ceilingPolicy = Checks.notNull("ceiling policy", policy);
+      this.ceilingLimiter = Inputs.notNull("ceiling limiter", ceilingLimiter);
+      this.ceilingPolicy = Inputs.notNull("ceiling policy", policy);
       return this;
     }
 
     /** Which header families to send. Default: {@link RateLimitHeaders#all()}. */
     public Builder headers(RateLimitHeaders headers) {
-      this.headers = Checks.notNull("headers", headers);
+      this.headers = Inputs.notNull("headers", headers);
       return this;
     }
 
@@ -218,7 +218,7 @@ public final class HttpRateLimit {
      * tier), else {@link Ticker#system()}.
      */
     public Builder ticker(Ticker ticker) {
-      this.ticker = Checks.notNull("ticker", ticker);
+      this.ticker = Inputs.notNull("ticker", ticker);
       return this;
     }
 
@@ -230,10 +230,10 @@ public final class HttpRateLimit {
      */
     public Builder cost(long estimate, String usage) {
       if (estimate < 1) {
-        Checks.permits(estimate, Long.MAX_VALUE, "(cost)");
+        Inputs.permits(estimate, Long.MAX_VALUE, "(cost)");
       }
       if (usage == null || usage.isBlank()) {
-        throw new IllegalArgumentException("usage name " + (usage == null ? "null" : Checks.quote(usage))
+        throw new IllegalArgumentException("usage name " + (usage == null ? "null" : Inputs.quote(usage))
             + " is blank; name the request attribute or response header the handler reports its cost in, such as \"X-Usage-Tokens\"");
       }
       this.reserve = estimate;
@@ -245,9 +245,9 @@ public final class HttpRateLimit {
       RefundRule.of(skipFailed, skipSuccessful, "skipFailedRequests and skipSuccessfulRequests are both set; "
           + "then only 4xx answers would count: choose one");
       Policy client = policy != null ? policy : limiter.policy();
-      Checks.permits(reserve, client.limit(), client.name());
+      Inputs.permits(reserve, client.limit(), client.name());
       if (ceilingPolicy != null) {
-        Checks.permits(reserve, ceilingPolicy.limit(), ceilingPolicy.name());
+        Inputs.permits(reserve, ceilingPolicy.limit(), ceilingPolicy.name());
       }
       ceiling = ceilingPolicy == null ? null : CeilingRateLimiter.builder(limiter, ceilingPolicy)
           .identityPolicy(client).ceilingLimiter(ceilingLimiter).ceilingKey(GLOBAL_KEY).build();

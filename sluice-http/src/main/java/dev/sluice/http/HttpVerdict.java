@@ -4,7 +4,7 @@ import dev.sluice.Decision;
 import dev.sluice.Path;
 import dev.sluice.Reason;
 import dev.sluice.guard.RateLimitExceededException;
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import dev.sluice.kernel.DecisionWords;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -92,8 +92,8 @@ public final class HttpVerdict {
    * (and ignore otherwise; null for none).
    */
   public static HttpVerdict of(Decision primary, Decision ceiling, String key, long nowMicros, RateLimitHeaders families) {
-    Checks.notNull("decision", primary);
-    Checks.notNull("headers", families);
+    Inputs.notNull("decision", primary);
+    Inputs.notNull("headers", families);
     Decision decisive = !primary.allowed() || ceiling == null || ceiling.allowed() ? primary : ceiling;
     int status = status(decisive);
     List<Header> headers = new ArrayList<>(6);
@@ -124,7 +124,7 @@ public final class HttpVerdict {
    * filters answer: {@code catch (RateLimitExceededException e) { HttpVerdict v = HttpVerdict.of(e, ...); }}.
    */
   public static HttpVerdict of(RateLimitExceededException refusal, long nowMicros, RateLimitHeaders families) {
-    Checks.notNull("refusal", refusal);
+    Inputs.notNull("refusal", refusal);
     if (refusal.decision() == null) {
       throw new IllegalArgumentException("the RateLimitExceededException of policy '" + refusal.policyName()
           + "' carries no decision (it was deserialized); render the exception where the guard threw it");

@@ -1,6 +1,6 @@
 package dev.sluice.http;
 
-import dev.sluice.internal.Keys;
+import dev.sluice.kernel.Keys;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 

@@ -1,7 +1,7 @@
 package dev.sluice.http;
 
-import dev.sluice.internal.Checks;
-import dev.sluice.internal.Keys;
+import dev.sluice.kernel.Inputs;
+import dev.sluice.kernel.Keys;
 import java.security.Principal;
 import java.util.ArrayList;
 import java.util.List;
@@ -54,7 +54,7 @@ public interface KeyResolver {
    */
   static KeyResolver proxyHeader(String header, TrustedProxies proxies) {
     String name = headerName(header);
-    Checks.notNull("proxies", proxies);
+    Inputs.notNull("proxies", proxies);
     return r -> {
       byte[] peer = IpLiteral.parse(r.remoteAddress());
       if (peer == null || !proxies.contains(peer)) {
@@ -72,7 +72,7 @@ public interface KeyResolver {
    * that is not an IP literal (garbage behind a trusted proxy) maps to {@link #UNKNOWN}.
    */
   static KeyResolver forwardedFor(TrustedProxies proxies) {
-    Checks.notNull("proxies", proxies);
+    Inputs.notNull("proxies", proxies);
     return r -> ForwardedFor.clientOf(r, proxies);
   }
 
@@ -82,7 +82,7 @@ public interface KeyResolver {
    * ({@code for=_hidden}, {@code for=unknown}) and malformed elements map to {@link #UNKNOWN}.
    */
   static KeyResolver forwarded(TrustedProxies proxies) {
-    Checks.notNull("proxies", proxies);
+    Inputs.notNull("proxies", proxies);
     return r -> ForwardedFor.clientOfForwarded(r, proxies);
   }
 
@@ -113,7 +113,7 @@ public interface KeyResolver {
 
   /** This resolver's key, or {@code other}'s when this one has none: {@code principal().orElse(clientAddress())}. */
   default KeyResolver orElse(KeyResolver other) {
-    Checks.notNull("other", other);
+    Inputs.notNull("other", other);
     return r -> {
       String k = resolve(r);
       return k != null ? k : other.resolve(r);
@@ -125,7 +125,7 @@ public interface KeyResolver {
    * own {@code |} and {@code \} are escaped, so two different pairs never give one key.
    */
   default KeyResolver and(KeyResolver other) {
-    Checks.notNull("other", other);
+    Inputs.notNull("other", other);
     return r -> {
       String a = resolve(r);
       if (a == null) {
@@ -142,7 +142,7 @@ public interface KeyResolver {
 
   private static String headerName(String header) {
     if (header == null || header.isBlank()) {
-      throw new IllegalArgumentException("header name " + (header == null ? "null" : Checks.quote(header))
+      throw new IllegalArgumentException("header name " + (header == null ? "null" : Inputs.quote(header))
           + " is blank; name a header such as \"X-Real-IP\"");
     }
     return header.strip();

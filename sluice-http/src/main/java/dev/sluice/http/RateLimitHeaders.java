@@ -3,7 +3,6 @@ package dev.sluice.http;
 import dev.sluice.Decision;
 import dev.sluice.Path;
 import dev.sluice.Policy;
-import dev.sluice.internal.AlgorithmKind;
 import java.util.function.BiConsumer;
 
 /**
@@ -80,7 +79,7 @@ public final class RateLimitHeaders {
     if (!partitionKeys || key == null) {
       return "";
     }
-    byte[] id = java.util.HexFormat.of().parseHex(dev.sluice.internal.StoredId.key(d.policy().name(), key).substring(0, 32));
+    byte[] id = java.util.HexFormat.of().parseHex(dev.sluice.kernel.Inputs.storedId(d.policy().name(), key).substring(0, 32));
     return ";pk=:" + java.util.Base64.getEncoder().encodeToString(id) + ":";
   }
 
@@ -162,10 +161,10 @@ public final class RateLimitHeaders {
 
   /**
    * The policy's window in whole seconds, rounded up, at least 1: the span its quota covers
-   * ({@link AlgorithmKind#quotaMicros}), a bucket's time to refill from empty.
+   * ({@link dev.sluice.Algorithm#quotaMicros}), a bucket's time to refill from empty.
    */
   public static long windowSeconds(Policy policy) {
-    return Math.max(1, ceilSeconds(AlgorithmKind.quotaMicros(policy.algorithm())));
+    return Math.max(1, ceilSeconds(policy.algorithm().quotaMicros()));
   }
 
   private static long ceilSeconds(long micros) {

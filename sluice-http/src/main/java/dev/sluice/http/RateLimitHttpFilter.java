@@ -6,7 +6,7 @@ import com.sun.net.httpserver.HttpContext;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpPrincipal;
 import com.sun.net.httpserver.HttpsExchange;
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -33,7 +33,7 @@ public final class RateLimitHttpFilter extends Filter {
   private final HttpRateLimit rateLimit;
 
   public RateLimitHttpFilter(HttpRateLimit rateLimit) {
-    this.rateLimit = Checks.notNull("rateLimit", rateLimit);
+    this.rateLimit = Inputs.notNull("rateLimit", rateLimit);
   }
 
   @Override public void doFilter(HttpExchange exchange, Chain chain) throws IOException {

@@ -1,7 +1,7 @@
 package dev.sluice.http;
 
 import dev.sluice.http.frontend.ServletAnswers;
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
 import jakarta.servlet.DispatcherType;
@@ -29,7 +29,7 @@ public final class RateLimitServletFilter implements Filter {
   private final HttpRateLimit rateLimit;
 
   public RateLimitServletFilter(HttpRateLimit rateLimit) {
-    this.rateLimit = Checks.notNull("rateLimit", rateLimit);
+    this.rateLimit = Inputs.notNull("rateLimit", rateLimit);
   }
 
   @Override public void doFilter(ServletRequest req, ServletResponse res, FilterChain chain) throws IOException, ServletException {

@@ -111,7 +111,7 @@ class HttpVerdictTest {
     MemoryRateLimiter lim = MemoryRateLimiter.builder(Policy.fixedWindow("login", 1, Duration.ofSeconds(60))).ticker(t).build();
     Decision ok = lim.tryAcquire("user:42");
     String pk = ";pk=:" + java.util.Base64.getEncoder().encodeToString(
-        java.util.HexFormat.of().parseHex(dev.sluice.internal.StoredId.key("login", "user:42").substring(0, 32))) + ":";
+        java.util.HexFormat.of().parseHex(dev.sluice.kernel.Inputs.storedId("login", "user:42").substring(0, 32))) + ":";
     HttpVerdict on = HttpVerdict.of(ok, null, "user:42", t.nowMicros(), RateLimitHeaders.all().withPartitionKeys());
     assertThat(on.headers()).contains(h("RateLimit-Policy", "\"login\";q=1;w=60" + pk), h("RateLimit", "\"login\";r=0;t=60" + pk));
     assertThat(on.headers().toString()).doesNotContain("user:42");

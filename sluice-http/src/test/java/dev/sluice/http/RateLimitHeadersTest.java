@@ -8,7 +8,6 @@ import dev.sluice.testing.ManualTicker;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
-import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.memory.MemoryRateLimiter;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -61,9 +60,9 @@ class RateLimitHeadersTest {
     assertThat(RateLimitHeaders.windowSeconds(Policy.slidingWindow("s", 5, Duration.ofMillis(1500)))).isEqualTo(2);
     assertThat(RateLimitHeaders.windowSeconds(Policy.gcra("g", 10, Duration.ofSeconds(1), 25))).isEqualTo(3);
     assertThat(RateLimitHeaders.windowSeconds(Policy.slidingLog("l", 5, Duration.ofMillis(1)))).isEqualTo(1);
-    // the span the core computes once (AlgorithmKind.quotaMicros, a ticket's life too), in seconds rounded up
+    // the span the core computes once (Algorithm.quotaMicros, a ticket's life too), in seconds rounded up
     Policy bucket = Policy.tokenBucket("b", 100, 3, Duration.ofSeconds(1));
-    assertThat(AlgorithmKind.quotaMicros(bucket.algorithm())).isEqualTo(33_333_334L);
+    assertThat(bucket.algorithm().quotaMicros()).isEqualTo(33_333_334L);
     assertThat(RateLimitHeaders.windowSeconds(bucket)).isEqualTo(34);
   }
 

@@ -5,7 +5,7 @@ import dev.sluice.guard.RateLimitExceededException;
 import dev.sluice.guard.RateLimitGuard;
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RateLimitHeaders;
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import io.modelcontextprotocol.common.McpTransportContext;
 import io.modelcontextprotocol.server.McpServerFeatures.AsyncToolSpecification;
 import io.modelcontextprotocol.server.McpServerFeatures.SyncToolSpecification;
@@ -72,12 +72,12 @@ public final class RateLimitedTools {
   }
 
   public static Builder builder(RateLimitGuard guard) {
-    return new Builder(Checks.notNull("guard", guard));
+    return new Builder(Inputs.notNull("guard", guard));
   }
 
   /** {@code spec} with its call handler behind the guard. */
   public SyncToolSpecification wrap(SyncToolSpecification spec) {
-    Checks.notNull("spec", spec);
+    Inputs.notNull("spec", spec);
     var handler = spec.callHandler();
     return new SyncToolSpecification(spec.tool(), (exchange, request) -> {
       admit(exchange.transportContext(), exchange.sessionId(), request);
@@ -91,7 +91,7 @@ public final class RateLimitedTools {
    * one round trip on a shared store).
    */
   public AsyncToolSpecification wrap(AsyncToolSpecification spec) {
-    Checks.notNull("spec", spec);
+    Inputs.notNull("spec", spec);
     var handler = spec.callHandler();
     return new AsyncToolSpecification(spec.tool(), (exchange, request) -> Mono.defer(() -> {
       admit(exchange.transportContext(), exchange.sessionId(), request);
@@ -156,13 +156,13 @@ public final class RateLimitedTools {
 
     /** Which account a call counts against. Default: none, so every call shares {@code unknown}: set one. */
     public Builder accountResolver(AccountResolver resolver) {
-      this.accounts = Checks.notNull("accountResolver", resolver);
+      this.accounts = Inputs.notNull("accountResolver", resolver);
       return this;
     }
 
     /** The prefix of every account key (default {@code account:}). */
     public Builder keyPrefix(String prefix) {
-      this.keyPrefix = Checks.notNull("keyPrefix", prefix);
+      this.keyPrefix = Inputs.notNull("keyPrefix", prefix);
       return this;
     }
 

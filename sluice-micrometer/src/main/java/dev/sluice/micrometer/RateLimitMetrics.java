@@ -6,7 +6,7 @@ import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
 import dev.sluice.Settlement;
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -73,7 +73,7 @@ public final class RateLimitMetrics implements RateLimitListener, MeterBinder {
 
   /** Publishes {@code sluice.keys.tracked{limiter=name}} from {@code supplier} (e.g. {@code MemoryRateLimiter::trackedKeys}). */
   public RateLimitMetrics trackedKeys(String limiterName, DoubleSupplier supplier) {
-    trackedKeys.put(Checks.notNull("limiter name", limiterName), Checks.notNull("supplier", supplier));
+    trackedKeys.put(Inputs.notNull("limiter name", limiterName), Inputs.notNull("supplier", supplier));
     MeterRegistry r = registry;
     if (r != null) {
       gauge(r, "sluice.keys.tracked", "Keys a memory-tier limiter tracks", limiterName, supplier);
@@ -83,7 +83,7 @@ public final class RateLimitMetrics implements RateLimitListener, MeterBinder {
 
   /** Publishes {@code sluice.slots.occupied{limiter=name}} from {@code supplier} (e.g. {@code HashedSlotRateLimiter::occupiedSlots}). */
   public RateLimitMetrics slotOccupancy(String limiterName, DoubleSupplier supplier) {
-    slots.put(Checks.notNull("limiter name", limiterName), Checks.notNull("supplier", supplier));
+    slots.put(Inputs.notNull("limiter name", limiterName), Inputs.notNull("supplier", supplier));
     MeterRegistry r = registry;
     if (r != null) {
       gauge(r, "sluice.slots.occupied", "Hashed slots whose state still matters", limiterName, supplier);
@@ -92,7 +92,7 @@ public final class RateLimitMetrics implements RateLimitListener, MeterBinder {
   }
 
   @Override public void bindTo(MeterRegistry registry) {
-    Checks.notNull("registry", registry);
+    Inputs.notNull("registry", registry);
     synchronized (this) {
       if (this.registry != null && this.registry != registry) {
         throw new IllegalStateException("RateLimitMetrics is already bound to a registry; "

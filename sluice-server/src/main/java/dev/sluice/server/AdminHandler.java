@@ -1,7 +1,7 @@
 package dev.sluice.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -88,7 +88,7 @@ final class AdminHandler extends Handler.Abstract {
           JsonInput.requireMethod(method, "POST");
           api.withBody(request, response, callback, RESET_FIELDS, "reset takes policy and key", null, 0, body -> {
             ApiHandler.Entry e = api.configured(JsonInput.requiredText(body, "policy"));
-            String key = Checks.key(JsonInput.requiredText(body, "key"));
+            String key = Inputs.key(JsonInput.requiredText(body, "key"));
             e.limiter().reset(key, e.policy());
             ApiHandler.send(response, callback, 200, api.write(g -> {
               g.writeStartObject();

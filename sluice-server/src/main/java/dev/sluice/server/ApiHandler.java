@@ -13,8 +13,7 @@ import dev.sluice.Ticker;
 import dev.sluice.Ticket;
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RateLimitHeaders;
-import dev.sluice.internal.AlgorithmKind;
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import dev.sluice.kernel.PolicyTable;
 import dev.sluice.kernel.Readiness;
 import dev.sluice.kernel.Store;
@@ -131,7 +130,7 @@ final class ApiHandler extends Handler.Abstract {
     Map<String, Entry> m = new LinkedHashMap<>();
     for (PolicyTable.Entry<ServerMetrics.PolicyMeters> e : table.entries().values()) {
       Policy p = e.policy();
-      m.put(p.name(), new Entry(p, e.limiter(), e.attachment(), AlgorithmKind.quotaMicros(p.algorithm())));
+      m.put(p.name(), new Entry(p, e.limiter(), e.attachment(), p.algorithm().quotaMicros()));
     }
     for (String added : change.added()) {
       if (m.get(added).limiter() instanceof MemoryRateLimiter memory) {
@@ -307,7 +306,7 @@ final class ApiHandler extends Handler.Abstract {
    */
   private void acquire(JsonNode body, Request request, Response response, Callback callback, long start) {
     Entry e = entry(JsonInput.requiredText(body, "policy"));
-    String key = Checks.key(JsonInput.requiredText(body, "key"));
+    String key = Inputs.key(JsonInput.requiredText(body, "key"));
     long permits = JsonInput.permits(body.get("permits"), e.policy());
     if (!pending.tryAcquire()) {
       response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
@@ -508,7 +507,7 @@ final class ApiHandler extends Handler.Abstract {
       throw new ApiError(400, "bad_request", "query string is malformed; percent-encode each byte of UTF-8 (%XX) and keep '&' and '=' as separators");
     }
     Entry e = entry(JsonInput.requiredParam(q, "policy"));
-    String key = Checks.key(JsonInput.requiredParam(q, "key"));
+    String key = Inputs.key(JsonInput.requiredParam(q, "key"));
     Decision d = e.limiter().peek(key, e.policy());
     long now = ticker.nowMicros();
     HttpVerdict verdict = HttpVerdict.of(d, null, key, now, headers);
@@ -563,7 +562,7 @@ final class ApiHandler extends Handler.Abstract {
   private Entry entry(String name) {
     Entry e = entries.get(name);
     if (e == null) {
-      throw new ApiError(400, "bad_request", "policy " + Checks.quote(name) + " is not configured; configured policies: "
+      throw new ApiError(400, "bad_request", "policy " + Inputs.quote(name) + " is not configured; configured policies: "
           + String.join(", ", entries.keySet().stream().sorted().limit(20).toList()));
     }
     return e;

@@ -7,7 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.Policy;
 import dev.sluice.server.ApiHandler.ApiError;
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import java.io.IOException;
 import java.util.Iterator;
 import java.util.Set;
@@ -67,7 +67,7 @@ final class JsonInput {
       String message = e.getOriginalMessage();
       if (message != null && message.startsWith("Duplicate field '")) {
         String field = message.substring("Duplicate field '".length(), message.length() - 1);
-        throw new ApiError(400, "bad_request", "field " + Checks.quote(field) + " appears twice" + where + "; give each field once");
+        throw new ApiError(400, "bad_request", "field " + Inputs.quote(field) + " appears twice" + where + "; give each field once");
       }
       throw new ApiError(400, "bad_request", "request body is not valid JSON" + where + ": " + message);
     }
@@ -77,7 +77,7 @@ final class JsonInput {
     for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
       String f = it.next();
       if (!fields.contains(f)) {
-        throw new ApiError(400, "bad_request", "unknown field " + Checks.quote(f) + "; " + usage);
+        throw new ApiError(400, "bad_request", "unknown field " + Inputs.quote(f) + "; " + usage);
       }
     }
     return node;
@@ -125,7 +125,7 @@ final class JsonInput {
     }
     if (!json) {
       throw new ApiError(415, "unsupported_media_type", (type == null ? "Content-Type is missing" : "Content-Type "
-          + Checks.quote(abbreviate(type)) + " is not supported") + "; send the body as JSON with Content-Type: application/json");
+          + Inputs.quote(abbreviate(type)) + " is not supported") + "; send the body as JSON with Content-Type: application/json");
     }
   }
 
@@ -169,9 +169,9 @@ final class JsonInput {
     }
     if (n.compareTo(java.math.BigDecimal.valueOf(Long.MAX_VALUE)) > 0 || n.signum() < 1) {
       // A whole number no long holds (1e30, 2^64) is too large; zero and below are below 1.
-      throw Checks.permitsOutOfRange(abbreviate(v.toString()), n.signum() < 1, p.limit(), p.name());
+      throw Inputs.permitsOutOfRange(abbreviate(v.toString()), n.signum() < 1, p.limit(), p.name());
     }
-    return Checks.permits(n.longValueExact(), p.limit(), p.name());
+    return Inputs.permits(n.longValueExact(), p.limit(), p.name());
   }
 
   /** The {@code actual} field of a settlement: a whole number from 0 to the policy's limit. */
@@ -183,9 +183,9 @@ final class JsonInput {
     }
     if (n.compareTo(java.math.BigDecimal.valueOf(Long.MAX_VALUE)) > 0 || n.compareTo(java.math.BigDecimal.valueOf(Long.MIN_VALUE)) < 0) {
       // A whole number no long holds (2^64, 1e30) is too large (or, negative, below 0), as permits are.
-      throw Checks.actualOutOfRange(abbreviate(v.toString()), n.signum() < 0, p.limit(), p.name());
+      throw Inputs.actualOutOfRange(abbreviate(v.toString()), n.signum() < 0, p.limit(), p.name());
     }
-    return Checks.actual(n.longValueExact(), p.limit(), p.name());
+    return Inputs.actual(n.longValueExact(), p.limit(), p.name());
   }
 
   static String abbreviate(String s) {

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.sluice.Policy;
-import dev.sluice.internal.PolicyShape;
+import dev.sluice.kernel.PolicyWords;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -16,7 +16,7 @@ import java.util.Map;
 
 /**
  * The policy file of {@code sluice serve}: YAML with one top-level field, {@code policies:}, a list
- * of entries in the shape {@link PolicyShape} defines (the Spring Boot starter's
+ * of entries in the shape {@link PolicyWords} defines (the Spring Boot starter's
  * {@code sluice.policies} is the same shape).
  *
  * <pre>{@code
@@ -62,12 +62,12 @@ final class PolicyFile {
         throw new IllegalArgumentException(source + ": unknown top-level field '" + f + "'; the file holds 'policies:' only");
       }
     }
-    return PolicyShape.policies(YAML.convertValue(root.get("policies"), Object.class), source);
+    return PolicyWords.policies(YAML.convertValue(root.get("policies"), Object.class), source);
   }
 
   /** The policy's parameters as written in the file (for {@code GET /v1/policies}). */
   static Map<String, Object> describe(Policy p) {
-    return PolicyShape.describe(p);
+    return PolicyWords.describe(p);
   }
 
   /** Where the YAML parser stopped, as people count (line 1, column 1), or nothing when it did not say. */

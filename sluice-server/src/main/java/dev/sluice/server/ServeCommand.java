@@ -3,7 +3,7 @@ package dev.sluice.server;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
-import dev.sluice.internal.FailureModeWords;
+import dev.sluice.kernel.FailureModeWords;
 import dev.sluice.kernel.PostgresStore;
 import dev.sluice.kernel.Store;
 import dev.sluice.kernel.StoreFactory;

@@ -1,6 +1,6 @@
 package dev.sluice.server;
 
-import dev.sluice.internal.StoredId;
+import dev.sluice.kernel.Inputs;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
@@ -22,7 +22,7 @@ import javax.crypto.spec.SecretKeySpec;
  * the stamp (the window or log entry they were counted in), when it was issued, and the ticket's
  * 128-bit id ({@link dev.sluice.Ticket#id()}): the identity the spent records are keyed by, here and in
  * the store. On a shared store the budget is the key's stored id
- * ({@link StoredId#key}, 32 bytes), so a ticket is under 200 characters whatever the key's length
+ * ({@link Inputs#storedId}, 32 bytes), so a ticket is under 200 characters whatever the key's length
  * (a 50,000-character key once made a ticket whose refund body exceeded the 64 KiB cap); on the
  * memory store, keyed by the raw key, it is the key itself, at most {@code --max-key-length}
  * ({@link #MAX_MEMORY_KEY_LENGTH}). The secret is the key id's in {@link TicketKeys}:
@@ -47,7 +47,7 @@ final class TicketCodec {
 
   /**
    * The decoded contents of a verified ticket; {@code key} is the one to refund under (the raw key,
-   * or on a shared store the {@link StoredId#standIn} of its id); {@code ticketId} is its identity
+   * or on a shared store the {@link Inputs#storedIdKey} of its id); {@code ticketId} is its identity
    * ({@link dev.sluice.Ticket#id()}), which keys the spent records whatever the ticket's spelling.
    */
   record Claims(String policy, String key, long permits, long stamp, long issuedAtMicros, String ticketId) {}
@@ -78,7 +78,7 @@ final class TicketCodec {
 
   String encode(String policy, String key, long permits, long stamp, long issuedAtMicros, String ticketId) {
     byte[] p = policy.getBytes(StandardCharsets.UTF_8);
-    byte[] k = storedIds ? HEX.parseHex(StoredId.key(policy, key)) : key.getBytes(StandardCharsets.UTF_8);
+    byte[] k = storedIds ? HEX.parseHex(Inputs.storedId(policy, key)) : key.getBytes(StandardCharsets.UTF_8);
     ByteBuffer b = ByteBuffer.allocate(1 + 1 + signingId.length + 8 + 8 + 8 + 16 + 2 + p.length + 1 + 4 + k.length);
     b.put(VERSION).put((byte) signingId.length).put(signingId).putLong(permits).putLong(stamp).putLong(issuedAtMicros)
         .put(HEX.parseHex(ticketId)).putShort((short) p.length).put(p).put(storedIds ? STORED_ID : RAW_KEY).putInt(k.length).put(k);
@@ -138,7 +138,7 @@ final class TicketCodec {
       b.get(k);
       String key = switch (kind) {
         case RAW_KEY -> new String(k, StandardCharsets.UTF_8);
-        case STORED_ID -> StoredId.standIn(HEX.formatHex(k));
+        case STORED_ID -> Inputs.storedIdKey(HEX.formatHex(k));
         default -> throw malformed();
       };
       if (b.hasRemaining()) {

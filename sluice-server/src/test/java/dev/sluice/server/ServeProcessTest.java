@@ -2,7 +2,7 @@ package dev.sluice.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
@@ -125,7 +125,7 @@ class ServeProcessTest {
       while (!head.toString().endsWith("\r\n\r\n")) {
         int c = in.read();
         if (c < 0) {
-          throw new java.io.EOFException("connection closed after " + Checks.quote(head.toString()));
+          throw new java.io.EOFException("connection closed after " + Inputs.quote(head.toString()));
         }
         head.append((char) c);
       }

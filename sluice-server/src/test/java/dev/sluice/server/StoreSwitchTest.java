@@ -7,7 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.Ticker;
-import dev.sluice.internal.FailureModeWords;
+import dev.sluice.kernel.FailureModeWords;
 import dev.sluice.kernel.Store;
 import java.net.InetSocketAddress;
 import java.net.Socket;

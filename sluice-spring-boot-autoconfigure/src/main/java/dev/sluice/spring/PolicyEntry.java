@@ -1,7 +1,7 @@
 package dev.sluice.spring;
 
 import dev.sluice.Policy;
-import dev.sluice.internal.PolicyShape;
+import dev.sluice.kernel.PolicyWords;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -9,7 +9,7 @@ import java.util.Map;
  * One entry of {@code sluice.policies}: the shape of {@code sluice serve}'s policy file, field for
  * field. This class only carries what Spring's binder read (so that IDEs complete the fields); what
  * an entry means and every rule about it (which parameters an algorithm takes, durations, bounds,
- * messages) is {@code PolicyShape}'s, the one definition the service uses too.
+ * messages) is {@code PolicyWords}'s, the one definition the service uses too.
  */
 public class PolicyEntry {
   private String name;
@@ -103,7 +103,7 @@ public class PolicyEntry {
 
   /** The policy, through the shared shape; {@code where} (e.g. {@code sluice.policies[0]}) starts every message. */
   Policy toPolicy(String where) {
-    return PolicyShape.policy(fields(), where);
+    return PolicyWords.policy(fields(), where);
   }
 
   private static void put(Map<String, Object> m, String k, Object v) {

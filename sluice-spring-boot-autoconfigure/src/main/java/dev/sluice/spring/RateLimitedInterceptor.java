@@ -6,7 +6,7 @@ import dev.sluice.Ticket;
 import dev.sluice.compose.AllOf;
 import dev.sluice.guard.RateLimitExceededException;
 import dev.sluice.http.HttpRateLimit;
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
@@ -276,7 +276,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     /**
      * After a call that returned {@code result} (a Mono's emitted value): settles the reservation of
      * each annotation with a cost at that cost, the others keep theirs. A cost that fails (throws,
-     * is null, or is outside 0..the policy's limit, {@code Checks.actual}) never fails the call: its
+     * is null, or is outside 0..the policy's limit, {@code Inputs.actual}) never fails the call: its
      * reservation stays charged and the expression's first failure is logged.
      */
     void settle(AllOf.Result r, MethodBasedEvaluationContext ctx, Object result) {
@@ -303,7 +303,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
         if (n == null) {
           throw new IllegalArgumentException("it gave null");
         }
-        return Checks.actual(n, l.policy().limit(), l.policy().name());
+        return Inputs.actual(n, l.policy().limit(), l.policy().name());
       } catch (RuntimeException e) {
         if (costWarned[i].compareAndSet(false, true)) {
           LOG.log(System.Logger.Level.WARNING, "@RateLimited on " + method.getName() + ": cost '"

@@ -6,7 +6,7 @@ import dev.sluice.Ticker;
 import dev.sluice.http.HttpRateLimit;
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RateLimitHeaders;
-import dev.sluice.internal.PolicyShape;
+import dev.sluice.kernel.PolicyWords;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -36,7 +36,7 @@ public class RateLimitsEndpoint {
     m.put("store", registry.store());
     List<Map<String, Object>> policies = new ArrayList<>();
     for (RateLimiter l : registry.limiters().values()) {
-      Map<String, Object> p = new LinkedHashMap<>(PolicyShape.describe(l.policy()));
+      Map<String, Object> p = new LinkedHashMap<>(PolicyWords.describe(l.policy()));
       p.put("decisions", registry.counts(l.policy().name()));
       policies.add(p);
     }

@@ -2,7 +2,7 @@ package dev.sluice.spring;
 
 import dev.sluice.http.KeyResolver;
 import dev.sluice.http.RequestView;
-import dev.sluice.internal.Keys;
+import dev.sluice.kernel.Keys;
 import java.security.Principal;
 import java.util.Arrays;
 

@@ -4,7 +4,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.RateLimiter;
 import dev.sluice.Ticker;
-import dev.sluice.internal.PolicyShape;
+import dev.sluice.kernel.PolicyWords;
 import dev.sluice.kernel.PostgresStore;
 import dev.sluice.kernel.RedisStore;
 import dev.sluice.kernel.Store;
@@ -62,7 +62,7 @@ public class SluiceAutoConfiguration {
   /** The policies of {@code sluice.policies}, through the shape the service's policy file uses. */
   static List<Policy> policies(List<PolicyEntry> entries) {
     return entries == null || entries.isEmpty() ? List.of()
-        : PolicyShape.policies(entries.stream().map(PolicyEntry::fields).toList(), "sluice.policies");
+        : PolicyWords.policies(entries.stream().map(PolicyEntry::fields).toList(), "sluice.policies");
   }
 
   /** The Micrometer meters every limiter reports to; bound to the application's registries by Spring Boot. */

@@ -2,7 +2,7 @@ package dev.sluice.spring;
 
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
-import dev.sluice.internal.FailureModeWords;
+import dev.sluice.kernel.FailureModeWords;
 import dev.sluice.kernel.HeaderFamily;
 import java.time.Duration;
 import java.util.ArrayList;

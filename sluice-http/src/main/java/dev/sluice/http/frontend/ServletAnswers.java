@@ -2,7 +2,7 @@ package dev.sluice.http.frontend;
 
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RequestView;
-import dev.sluice.internal.Checks;
+import dev.sluice.kernel.Inputs;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
@@ -21,7 +21,7 @@ public final class ServletAnswers {
 
   /** {@code request} as the key resolvers see it. */
   public static RequestView view(HttpServletRequest request) {
-    return new View(Checks.notNull("request", request));
+    return new View(Inputs.notNull("request", request));
   }
 
   /** Answers a refused request with {@code verdict}: its status, headers and problem body. */

@@ -1,8 +1,8 @@
 package dev.sluice.server.envoy;
 
 import dev.sluice.Policy;
-import dev.sluice.internal.AlgorithmKind;
-import dev.sluice.internal.Keys;
+import dev.sluice.kernel.Keys;
+import dev.sluice.kernel.PolicyWords;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
@@ -39,7 +39,7 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  *
  * <p>One extension, inside {@code rate_limit}: a {@code sluice} block choosing the algorithm
  * ({@code fixed-window}, the default, {@code sliding-window}, {@code token-bucket}, {@code gcra},
- * {@code sliding-log}: {@link AlgorithmKind}, read as {@code requests_per_unit} per {@code unit}) and,
+ * {@code sliding-log}: {@link PolicyWords#perPeriod}, read as {@code requests_per_unit} per {@code unit}) and,
  * for the two buckets, a {@code burst} (the default is {@code requests_per_unit}). Every key is checked where it stands: an unknown one is an error naming
  * the file, the line and the key; nothing is ignored silently.
  *
@@ -416,20 +416,20 @@ public final class EnvoyConfig {
           replaces.add(replaced);
         }
       }
-      AlgorithmKind algorithm = AlgorithmKind.FIXED_WINDOW;
+      String algorithm = "fixed-window";
       Long burst = null;
       if (m.containsKey("sluice")) {
         Map<String, NodeTuple> s = mapping(m.get("sluice").getValueNode(), SLUICE_KEYS, "the sluice extension", "algorithm, burst");
         if (s.containsKey("algorithm")) {
           try {
-            algorithm = AlgorithmKind.parse(string(s.get("algorithm")));
+            algorithm = PolicyWords.algorithm(string(s.get("algorithm")));
           } catch (IllegalArgumentException e) {
             throw error(s.get("algorithm").getValueNode(), e.getMessage());
           }
         }
         if (s.containsKey("burst")) {
-          if (!algorithm.hasBurst()) {
-            throw error(s.get("burst").getKeyNode(), "burst applies to " + AlgorithmKind.withBurst() + ", not to " + algorithm.id());
+          if (!PolicyWords.hasBurst(algorithm)) {
+            throw error(s.get("burst").getKeyNode(), "burst applies to " + PolicyWords.withBurst() + ", not to " + algorithm);
           }
           try {
             burst = Long.parseLong(string(s.get("burst")));
@@ -447,10 +447,10 @@ public final class EnvoyConfig {
         Duration w = unit.duration();
         long b = burst == null ? rpu : burst;
         try {
-          policy = new Policy(pn, algorithm.perPeriod(rpu, w, b));
+          policy = new Policy(pn, PolicyWords.perPeriod(algorithm, rpu, w, b));
         } catch (IllegalArgumentException e) {
           throw error(at, "rate limit of '" + statKey + "' (" + rpu + " per " + unit.name().toLowerCase(Locale.ROOT) + ", "
-              + algorithm.id() + "): " + e.getMessage());
+              + algorithm + "): " + e.getMessage());
         }
       }
       Rule r = new Rule(domain, statKey, policy, unit, rpu, name, List.copyOf(replaces), unlimited, shadow, detailed);

@@ -1,4 +1,4 @@
-package dev.sluice.internal;
+package dev.sluice.kernel;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;

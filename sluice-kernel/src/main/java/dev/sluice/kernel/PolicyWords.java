@@ -1,5 +1,7 @@
-package dev.sluice.internal;
+package dev.sluice.kernel;
 
+import dev.sluice.internal.AlgorithmKind;
+import dev.sluice.internal.Checks;
 import dev.sluice.Policy;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
@@ -27,16 +29,16 @@ import java.util.regex.Pattern;
  *   refill-tokens: 10
  *   refill-period: 1s
  * }</pre>
- * Algorithms and their parameters ({@link AlgorithmKind}): {@code fixed-window}, {@code sliding-window},
+ * Algorithms and their parameters (the core's list of algorithms): {@code fixed-window}, {@code sliding-window},
  * {@code sliding-log} (limit, window); {@code token-bucket} (capacity, refill-tokens, refill-period);
  * {@code gcra} (rate, period, burst). Durations: {@code 500ms}, {@code 1s}, {@code 5m}, {@code 1h}, {@code 1d} or
  * ISO-8601. Every mistake is reported with the entry it is in; nothing is guessed or defaulted
  * silently.
  */
-public final class PolicyShape {
+public final class PolicyWords {
   private static final Pattern SIMPLE = Pattern.compile("(\\d{1,15})\\s*(us|ms|s|m|h|d)");
 
-  private PolicyShape() {}
+  private PolicyWords() {}
 
   /**
    * The policies of {@code list} (a non-empty list of entries, each a map from field name to a
@@ -124,6 +126,33 @@ public final class PolicyShape {
       throw new IllegalArgumentException(what + " '" + t + "' is not a duration; write a whole number and a unit"
           + " (us, ms, s, m, h, d) such as 500ms or 1m, or ISO-8601 such as PT1M30S");
     }
+  }
+
+  /**
+   * The algorithm named {@code id} in configuration ({@code fixed-window}, ..., {@code sliding-log}),
+   * as its canonical id; an unknown name is refused with the known ones.
+   */
+  public static String algorithm(String id) {
+    return AlgorithmKind.parse(id).id();
+  }
+
+  /** Whether the algorithm named {@code id} has a burst of its own (the buckets), besides its rate. */
+  public static boolean hasBurst(String id) {
+    return AlgorithmKind.parse(id).hasBurst();
+  }
+
+  /** The algorithms that have a burst of their own, for a message: {@code token-bucket and gcra}. */
+  public static String withBurst() {
+    return AlgorithmKind.withBurst();
+  }
+
+  /**
+   * The algorithm named {@code id} read as a rate, for a configuration in another grammar (Envoy's
+   * {@code requests_per_unit} per {@code unit}): {@code rate} permits per {@code period}, with up to
+   * {@code burst} at once for an algorithm that {@link #hasBurst has one} (the others ignore it).
+   */
+  public static dev.sluice.Algorithm perPeriod(String id, long rate, Duration period, long burst) {
+    return AlgorithmKind.parse(id).perPeriod(rate, period, burst);
   }
 
   /** A duration in its shortest exact form: 1h, 90s, 250ms, 1500us. */

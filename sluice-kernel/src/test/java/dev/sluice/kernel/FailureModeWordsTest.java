@@ -1,4 +1,4 @@
-package dev.sluice.internal;
+package dev.sluice.kernel;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

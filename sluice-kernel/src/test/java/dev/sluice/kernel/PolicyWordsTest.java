@@ -1,8 +1,9 @@
-package dev.sluice.internal;
+package dev.sluice.kernel;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.Policy;
 import java.math.BigInteger;
 import java.time.Duration;
@@ -13,7 +14,7 @@ import org.junit.jupiter.api.Test;
 /** The policy shape over plain maps, as the Spring binder hands it (the YAML path is sluice-server's PolicyFileTest). */
 class PolicyShapeTest {
   @Test void entriesOfEveryAlgorithmRoundTripThroughDescribe() {
-    List<Policy> ps = PolicyShape.policies(List.of(
+    List<Policy> ps = PolicyWords.policies(List.of(
         Map.of("name", "login", "algorithm", "fixed-window", "limit", 5L, "window", "1m"),
         Map.of("name", "api", "algorithm", "token-bucket", "capacity", 100, "refill-tokens", BigInteger.TEN, "refill-period", "1s"),
         Map.of("name", "search", "algorithm", "gcra", "rate", 2, "period", "PT1S", "burst", 10),
@@ -23,37 +24,37 @@ class PolicyShapeTest {
         Policy.tokenBucket("api", 100, 10, Duration.ofSeconds(1)), Policy.gcra("search", 2, Duration.ofSeconds(1), 10),
         Policy.slidingWindow("pages", 7, Duration.ofMillis(1500)), Policy.slidingLog("exports", 3, Duration.ofHours(1)));
     for (Policy p : ps) {
-      assertThat(PolicyShape.policy(PolicyShape.describe(p), "again")).isEqualTo(p);
+      assertThat(PolicyWords.policy(PolicyWords.describe(p), "again")).isEqualTo(p);
     }
-    assertThat(PolicyShape.describe(ps.get(1))).containsExactly(Map.entry("name", "api"), Map.entry("algorithm", "token-bucket"),
+    assertThat(PolicyWords.describe(ps.get(1))).containsExactly(Map.entry("name", "api"), Map.entry("algorithm", "token-bucket"),
         Map.entry("capacity", 100L), Map.entry("refill-tokens", 10L), Map.entry("refill-period", "1s"));
     assertThat(AlgorithmKind.quotaMicros(ps.get(1).algorithm())).isEqualTo(10_000_000L);
   }
 
   @Test void anUnknownAlgorithmAndEveryCheckOfAnEntryKeepTheirMessagesAndOrder() {
-    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "leaky"), "cfg"))
+    assertThatThrownBy(() -> PolicyWords.policy(Map.of("name", "a", "algorithm", "leaky"), "cfg"))
         .hasMessage("cfg ('a'): unknown algorithm 'leaky'; use one of fixed-window, sliding-window, token-bucket, gcra, sliding-log");
     // every parameter is read before a period is checked, as the Policy factories' arguments are
-    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "gcra", "rate", 1, "period", "0s"), "cfg"))
+    assertThatThrownBy(() -> PolicyWords.policy(Map.of("name", "a", "algorithm", "gcra", "rate", 1, "period", "0s"), "cfg"))
         .hasMessage("cfg ('a'): 'burst' is missing");
-    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "token-bucket", "capacity", 1,
+    assertThatThrownBy(() -> PolicyWords.policy(Map.of("name", "a", "algorithm", "token-bucket", "capacity", 1,
         "refill-tokens", 1, "refill-period", "0s"), "cfg"))
         .hasMessage("cfg ('a'): refill period PT0S is under 1 ms; use at least Duration.ofMillis(1)");
-    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a b", "algorithm", "fixed-window", "limit", 0, "window", "1s"), "cfg"))
+    assertThatThrownBy(() -> PolicyWords.policy(Map.of("name", "a b", "algorithm", "fixed-window", "limit", 0, "window", "1s"), "cfg"))
         .hasMessageStartingWith("cfg ('a b'): limit 0");
   }
 
   @Test void aValueOfTheWrongKindIsNamed() {
-    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "fixed-window", "limit", 1.5, "window", "1s"), "cfg"))
+    assertThatThrownBy(() -> PolicyWords.policy(Map.of("name", "a", "algorithm", "fixed-window", "limit", 1.5, "window", "1s"), "cfg"))
         .hasMessage("cfg ('a'): 'limit' is 1.5; it must be a whole number");
-    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "fixed-window", "limit", "5", "window", "1s"), "cfg"))
+    assertThatThrownBy(() -> PolicyWords.policy(Map.of("name", "a", "algorithm", "fixed-window", "limit", "5", "window", "1s"), "cfg"))
         .hasMessage("cfg ('a'): 'limit' is \"5\"; it must be a whole number");
-    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "gcra", "rate", 1, "period", 1, "burst", 1), "cfg"))
+    assertThatThrownBy(() -> PolicyWords.policy(Map.of("name", "a", "algorithm", "gcra", "rate", 1, "period", 1, "burst", 1), "cfg"))
         .hasMessage("cfg ('a'): 'period' is 1 without a unit; write e.g. 1s or 1ms");
-    assertThatThrownBy(() -> PolicyShape.policy(Map.of("name", "a", "algorithm", "fixed-window", "limit", 1,
+    assertThatThrownBy(() -> PolicyWords.policy(Map.of("name", "a", "algorithm", "fixed-window", "limit", 1,
         "window", "1s", "capacity", 3), "cfg")).hasMessage("cfg ('a'): unknown parameter 'capacity'; fixed-window takes limit, window");
-    assertThatThrownBy(() -> PolicyShape.policies(List.of(), "cfg")).hasMessage("cfg: 'policies' must be a non-empty list");
-    assertThatThrownBy(() -> PolicyShape.duration("w", "5 fortnights"))
+    assertThatThrownBy(() -> PolicyWords.policies(List.of(), "cfg")).hasMessage("cfg: 'policies' must be a non-empty list");
+    assertThatThrownBy(() -> PolicyWords.duration("w", "5 fortnights"))
         .hasMessage("w '5 fortnights' is not a duration; write a whole number and a unit (us, ms, s, m, h, d) such as 500ms or 1m, or ISO-8601 such as PT1M30S");
   }
 }

@@ -1,5 +1,6 @@
-package dev.sluice.internal;
+package dev.sluice.kernel;
 
+import dev.sluice.internal.Checks;
 import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.memory.MemoryRateLimiter;
