@@ -11,7 +11,7 @@ import java.time.Duration;
 import java.util.List;
 
 /** {@code sluice serve}'s Envoy options, checked before anything starts, and the gRPC server they describe. */
-record Envoy(EnvoyConfig config, int port, RateLimitHeaders headers) {
+record Envoy(Path path, EnvoyConfig config, int port, RateLimitHeaders headers) {
   /** Null when neither option is given. */
   static Envoy of(Path config, Integer port, String headers) {
     if (config == null && port == null) {
@@ -24,7 +24,7 @@ record Envoy(EnvoyConfig config, int port, RateLimitHeaders headers) {
       throw new IllegalArgumentException("--envoy-config " + config + " given without --grpc-port; choose the port of the gRPC API");
     }
     ServeCommand.requirePort("--grpc-port", port);
-    return new Envoy(EnvoyConfig.read(config), port, headerFamilies(headers));
+    return new Envoy(config, EnvoyConfig.read(config), port, headerFamilies(headers));
   }
 
   /** {@code --envoy-headers}: the header families, null for none; checked even when Envoy's API is off. */
@@ -35,6 +35,10 @@ record Envoy(EnvoyConfig config, int port, RateLimitHeaders headers) {
 
   /** Refuses a policy of {@code --config} named like a rule's policy: a name is a budget, and the two would share one. */
   void refuseSharedNames(List<Policy> policies) {
+    refuseSharedNames(config, policies);
+  }
+
+  private static void refuseSharedNames(EnvoyConfig config, List<Policy> policies) {
     java.util.Set<String> rules = new java.util.HashSet<>();
     config.policies().forEach(p -> rules.add(p.name()));
     for (Policy p : policies) {
@@ -43,6 +47,19 @@ record Envoy(EnvoyConfig config, int port, RateLimitHeaders headers) {
             + " rename the policy (a name is a budget, and the two APIs would share it)");
       }
     }
+  }
+
+  /**
+   * Re-reads the configuration from its path and checks it as the start did (its rules against the
+   * service's {@code policies} and the {@code store}), changing nothing; a bad one throws
+   * {@link IllegalArgumentException} naming file, line and rule. Returns what puts it in force on
+   * {@code grpc}, and says what changed.
+   */
+  java.util.function.Supplier<String> prepareReload(List<Policy> policies, Store store, EnvoyGrpcServer grpc) {
+    EnvoyConfig next = EnvoyConfig.read(path);
+    refuseSharedNames(next, policies);
+    store.check(next.policies());
+    return () -> "envoy: " + grpc.reload(next) + " from " + path;
   }
 
   /** Starts the gRPC API on {@code store}, its meters in the server's registry (one {@code /metrics}). */

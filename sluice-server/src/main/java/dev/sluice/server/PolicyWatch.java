@@ -12,7 +12,8 @@ import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 
 /**
- * {@code --watch}: runs the reload SIGHUP runs when the policy file's content changes.
+ * {@code --watch}: runs the reload SIGHUP runs when the policy file's content changes (or Envoy
+ * mode's configuration's, a file or a directory).
  *
  * <p>It watches the file's directory, not the file: editors save by writing a new file and renaming
  * it over the old one, and Kubernetes updates a mounted ConfigMap by swapping a symbolic link, and
@@ -37,7 +38,8 @@ final class PolicyWatch implements AutoCloseable {
     this.reload = reload;
     this.last = read();
     this.watch = FileSystems.getDefault().newWatchService();
-    this.file.getParent().register(watch, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_MODIFY,
+    // A directory (Envoy mode's configuration may be one) is watched itself, and read as all its files.
+    (Files.isDirectory(this.file) ? this.file : this.file.getParent()).register(watch, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_MODIFY,
         StandardWatchEventKinds.ENTRY_DELETE);
     this.thread = new Thread(this::run, "sluice-policy-watch");
     thread.setDaemon(true);
@@ -70,9 +72,23 @@ final class PolicyWatch implements AutoCloseable {
     }
   }
 
-  /** The file's bytes, or null while it is absent or unreadable (mid-swap): nothing to reload yet. */
+  /**
+   * The file's bytes (a directory's: each regular file's name and bytes, in name order), or null
+   * while it is absent or unreadable (mid-swap): nothing to reload yet.
+   */
   private byte[] read() {
     try {
+      if (Files.isDirectory(file)) {
+        java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+        try (java.util.stream.Stream<Path> files = Files.list(file)) {
+          for (Path p : (Iterable<Path>) files.filter(Files::isRegularFile).sorted()::iterator) {
+            all.write(p.getFileName().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            all.write(0);
+            all.write(Files.readAllBytes(p));
+          }
+        }
+        return all.toByteArray();
+      }
       return Files.readAllBytes(file);
     } catch (IOException e) {
       LOG.log(System.Logger.Level.DEBUG, "policy file " + file + " not readable now: " + e);

@@ -79,7 +79,7 @@ final class ServeCommand implements Callable<Integer> {
   int spentTickets;
 
   @Option(names = "--envoy-config", paramLabel = "PATH",
-      description = "envoyproxy/ratelimit configuration: one YAML file or a directory of them, read unchanged (docs/envoy.md). Needs --grpc-port.")
+      description = "envoyproxy/ratelimit configuration: one YAML file or a directory of them, read unchanged (docs/envoy.md); reloaded with the policy file (SIGHUP, POST /admin/reload, --watch), counts kept. Needs --grpc-port.")
   Path envoyConfig;
 
   @Option(names = "--grpc-port", paramLabel = "PORT",
@@ -104,7 +104,7 @@ final class ServeCommand implements Callable<Integer> {
       + " RateLimit-Policy and RateLimit. Off by default.")
   boolean partitionKeys;
 
-  @Option(names = "--watch", description = "Reload the policy file when its content changes (as SIGHUP does); off by default.")
+  @Option(names = "--watch", description = "Reload the policy file (and the --envoy-config file or directory) when its content changes (as SIGHUP does); off by default.")
   boolean watch;
 
   @Option(names = "--admin-port", paramLabel = "PORT",
@@ -297,6 +297,24 @@ final class ServeCommand implements Callable<Integer> {
       throw e instanceof java.io.IOException ? new IllegalArgumentException("--grpc-port " + grpcPort + " cannot be bound on " + host
           + ": " + e.getMessage() + (e.getCause() != null ? " (" + e.getCause().getMessage() + ")" : "")) : e;
     }
+    PolicyWatch watchingEnvoy = null;
+    if (grpc != null) {
+      // Every reload (SIGHUP, POST /admin/reload, --watch) re-reads the Envoy configuration too, keeping counts.
+      dev.sluice.server.envoy.EnvoyGrpcServer rpc = grpc;
+      server.alsoReload(next -> envoy.prepareReload(next, store, rpc));
+      if (watch) {
+        try {
+          watchingEnvoy = PolicyWatch.start(envoyConfig, () -> reload(server, out));
+        } catch (java.io.IOException e) {
+          if (watching != null) {
+            watching.close();
+          }
+          grpc.stop();
+          server.stop();
+          throw new IllegalArgumentException("--watch cannot watch " + envoyConfig.toAbsolutePath() + ": " + e);
+        }
+      }
+    }
     String first = policies.get(0).name();
     out.println("sluice: " + policies.size() + " policies from " + config + " ("
         + policies.stream().map(p -> p.name() + " " + p.algorithm().id()).collect(Collectors.joining(", ")) + ")");
@@ -325,7 +343,9 @@ final class ServeCommand implements Callable<Integer> {
           + " reload with --watch or the admin API's POST /admin/reload");
     }
     if (watching != null) {
-      out.println("sluice: watching " + config + ": a change to its content reloads it, as SIGHUP does");
+      out.println("sluice: watching " + config + (watchingEnvoy != null
+          ? " and " + envoyConfig + ": a change to either's content reloads both" : ": a change to its content reloads it")
+          + ", as SIGHUP does");
     }
     out.println("sluice: try   curl -si -X POST " + server.uri() + "/v1/acquire -H 'Content-Type: application/json'"
         + " -d '{\"policy\":\"" + first + "\",\"key\":\"alice\"}'");
@@ -336,6 +356,9 @@ final class ServeCommand implements Callable<Integer> {
     long t0 = System.nanoTime();
     if (watching != null) {
       watching.close();
+    }
+    if (watchingEnvoy != null) {
+      watchingEnvoy.close();
     }
     try {
       if (grpc != null) {

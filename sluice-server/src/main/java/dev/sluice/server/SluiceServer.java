@@ -31,6 +31,7 @@ public final class SluiceServer implements AutoCloseable {
   private final InFlightHandler inFlight;
   private final ApiHandler api;
   private volatile List<Policy> policies;
+  private volatile java.util.function.Function<List<Policy>, java.util.function.Supplier<String>> alsoReload;
   private final Readiness readiness;
   private final HttpConfiguration httpConfiguration;
   private volatile ServerConnector adminConnector;
@@ -219,11 +220,24 @@ public final class SluiceServer implements AutoCloseable {
    * and key). A bad file changes nothing: the {@link IllegalArgumentException} names the entry and
    * the rule, and the old policies stay. Returns a line saying what changed.
    */
-  String reload(java.nio.file.Path file) {
+  synchronized String reload(java.nio.file.Path file) {
     List<Policy> next = PolicyFile.read(file);
+    var also = alsoReload;
+    java.util.function.Supplier<String> then = also == null ? null : also.apply(next); // checks; changes nothing yet
     String changes = api.reload(next);
     policies = next;
-    return next.size() + " policies from " + file + " (" + changes + ")";
+    String line = next.size() + " policies from " + file + " (" + changes + ")";
+    return then == null ? line : line + "; " + then.get();
+  }
+
+  /**
+   * Reloads more with every reload of the policy file (SIGHUP, {@code POST /admin/reload},
+   * {@code --watch}): {@code prepare} reads and checks its configuration against the new policies,
+   * throwing {@link IllegalArgumentException} to keep everything in force, and returns what puts it
+   * in force once the policies are. Envoy mode's configuration reloads this way.
+   */
+  void alsoReload(java.util.function.Function<List<Policy>, java.util.function.Supplier<String>> prepare) {
+    alsoReload = prepare;
   }
 
   /** Probes the store now (no decision): null when it answered, else the reason. */

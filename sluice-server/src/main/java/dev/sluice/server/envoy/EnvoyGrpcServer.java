@@ -22,6 +22,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class EnvoyGrpcServer implements AutoCloseable {
   private final Server server;
+  private final EnvoyRateLimitService service;
   private final HealthStatusManager health = new HealthStatusManager();
   private final Duration stopTimeout;
 
@@ -38,12 +39,39 @@ public final class EnvoyGrpcServer implements AutoCloseable {
   EnvoyGrpcServer(EnvoyConfig config, RateLimiter limiter, MeterRegistry registry, RateLimitHeaders headers,
                   String host, int port, Duration stopTimeout, Ticker ticker) {
     this.stopTimeout = stopTimeout;
-    EnvoyRateLimitService service = new EnvoyRateLimitService(config, limiter, new EnvoyMetrics(registry, config.domains()), headers, ticker);
+    service = new EnvoyRateLimitService(config, limiter, new EnvoyMetrics(registry, config.domains()), headers, ticker);
     server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
         .addService(service.definition())
         .addService(health.getHealthService())
         .addService(ProtoReflectionServiceV1.newInstance())
         .build();
+  }
+
+  /**
+   * Puts {@code next} in force for the calls that start from now on, keeping every budget: a rule is
+   * a budget named by its stat key, so one that stays keeps its counts and its new numbers apply at
+   * its next hit; a removed rule is decided no more, a new one starts empty. Returns a line saying
+   * what changed. The caller has checked {@code next} against the store.
+   */
+  public String reload(EnvoyConfig next) {
+    java.util.Map<String, dev.sluice.Policy> before = new java.util.HashMap<>();
+    service.config().policies().forEach(p -> before.put(p.name(), p));
+    int kept = 0;
+    int changed = 0;
+    int added = 0;
+    for (dev.sluice.Policy p : next.policies()) {
+      dev.sluice.Policy old = before.remove(p.name());
+      if (old == null) {
+        added++;
+      } else if (old.equals(p)) {
+        kept++;
+      } else {
+        changed++;
+      }
+    }
+    service.reload(next);
+    return next.policies().size() + " rules in domains " + String.join(", ", new java.util.TreeSet<>(next.domains()))
+        + " (" + kept + " unchanged, " + changed + " changed, " + added + " added, " + before.size() + " removed; counts kept)";
   }
 
   /** Starts listening; then {@link #port()} is the bound port. */

@@ -29,7 +29,7 @@ final class EnvoyMetrics {
   static final String OTHER = "_other";
 
   private final MeterRegistry registry;
-  private final Set<String> domains;
+  private volatile Set<String> domains;
   private final ConcurrentHashMap<StatKey, Meters> meters = new ConcurrentHashMap<>();
   private final AtomicInteger valueStatKeys = new AtomicInteger();
 
@@ -37,6 +37,11 @@ final class EnvoyMetrics {
   EnvoyMetrics(MeterRegistry registry, Set<String> domains) {
     this.registry = registry;
     this.domains = Set.copyOf(domains);
+  }
+
+  /** After a reload: the configured domains, whose name a capped stat key keeps. */
+  void domains(Set<String> configured) {
+    domains = Set.copyOf(configured);
   }
 
   /** Two domains' stat keys can be one string ({@code a} + {@code b_c.b}, {@code a.b_c} + {@code b}): the domain is part of the identity. */

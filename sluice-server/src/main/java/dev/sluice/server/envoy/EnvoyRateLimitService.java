@@ -76,7 +76,8 @@ final class EnvoyRateLimitService {
   /** At most one log line per this interval for malformed requests. */
   static final java.time.Duration MALFORMED_LOG_INTERVAL = java.time.Duration.ofSeconds(10);
 
-  private final EnvoyConfig config;
+  /** The configuration in force; {@link #reload} swaps it whole, and each request reads it once. */
+  private volatile EnvoyConfig config;
   private final RateLimiter limiter;
   private final EnvoyMetrics metrics;
   private final RateLimitHeaders headers;
@@ -91,6 +92,20 @@ final class EnvoyRateLimitService {
     this.metrics = metrics;
     this.headers = headers;
     this.ticker = ticker;
+  }
+
+  /**
+   * Puts {@code next} in force for the requests that start from now on. Budgets are named by their
+   * rule's stat key, not its numbers, so a rule that stays keeps its counts, and changed numbers
+   * apply to them at the next hit; a request already started finishes on the configuration it began with.
+   */
+  void reload(EnvoyConfig next) {
+    metrics.domains(next.domains());
+    config = next;
+  }
+
+  EnvoyConfig config() {
+    return config;
   }
 
   /** A {@code ShouldRateLimit} request as it arrived: the message, or why its bytes are none. */
@@ -194,12 +209,13 @@ final class EnvoyRateLimitService {
             + MAX_ENTRIES + " are accepted in one descriptor"));
       }
     }
+    EnvoyConfig config = this.config; // one configuration for the whole request, whatever a reload does meanwhile
     Limit[] limits = new Limit[n];
     boolean[] unlimited = new boolean[n];
     Set<String> replaced = new HashSet<>();
     for (int i = 0; i < n; i++) {
       RateLimitDescriptor d = request.getDescriptors(i);
-      limits[i] = limit(request.getDomain(), d, i);
+      limits[i] = limit(config, request.getDomain(), d, i);
       if (limits[i] != null && limits[i].rule() != null) {
         replaced.addAll(limits[i].rule().replaces());
         if (limits[i].rule().unlimited()) {
@@ -347,7 +363,7 @@ final class EnvoyRateLimitService {
     }
   }
 
-  private Limit limit(String domain, RateLimitDescriptor d, int index) {
+  private Limit limit(EnvoyConfig config, String domain, RateLimitDescriptor d, int index) {
     List<Map.Entry<String, String>> entries = new ArrayList<>(d.getEntriesCount());
     for (RateLimitDescriptor.Entry e : d.getEntriesList()) {
       entries.add(new AbstractMap.SimpleImmutableEntry<>(e.getKey(), e.getValue()));
