@@ -58,7 +58,11 @@ public final class RateLimiterRegistry implements AutoCloseable {
     return store;
   }
 
-  /** Decisions made under policy {@code name} so far: allowed, refused, and refusals the store failed to decide. */
+  /**
+   * Decisions made under policy {@code name} so far, in three disjoint counts that add up to them:
+   * {@code allowed} and {@code refused} by the store, and {@code failed}, those the store did not make
+   * (a timeout, an outage: the failure mode or its fallback answered, allowing or refusing).
+   */
   public Map<String, Long> counts(String name) {
     limiter(name);
     Counts c = table.entry(name).attachment();
@@ -84,10 +88,9 @@ public final class RateLimiterRegistry implements AutoCloseable {
     }
 
     @Override public void onDecision(Decision decision, String key) {
-      (decision.allowed() ? allowed : refused).increment();
-      if (decision.reason().isFailure()) {
-        failed.increment();
-      }
+      // Three disjoint counts that add up to the decisions: a decision the store did not make is
+      // failed only (it was counted as refused, or allowed under open, as well).
+      (decision.reason().isFailure() ? failed : decision.allowed() ? allowed : refused).increment();
       next.onDecision(decision, key);
     }
 

@@ -101,4 +101,41 @@ class SluiceConfigurationTest {
         + ".greet: no policy named 'per-usr' in sluice.policies; the policies are "
         + "[api, login, per-user, pair-user, pair-all, tokens, token-calls, bulk, load]");
   }
+
+  /**
+   * Issue 32: a typo'd parameter ({@code windw: 1m}) was dropped by the binder, and the start failed
+   * with "'window' is missing"; now the unknown property itself stops the start, named with its path.
+   */
+  @Test void anUnknownNestedPropertyIsNamedNotIgnored() {
+    runner.withPropertyValues(policy("sluice.policies[0].windw=1m")).run(ctx -> {
+      assertThat(ctx).hasFailed();
+      Throwable t = ctx.getStartupFailure();
+      while (t != null && !(t instanceof org.springframework.boot.context.properties.bind.UnboundConfigurationPropertiesException)) {
+        t = t.getCause();
+      }
+      assertThat(t).as("unbound property under %s", ctx.getStartupFailure()).isNotNull();
+      assertThat(((org.springframework.boot.context.properties.bind.UnboundConfigurationPropertiesException) t)
+          .getUnboundProperties()).extracting(p -> p.getName().toString()).containsExactly("sluice.policies[0].windw");
+    });
+  }
+
+  /**
+   * Issue 32: Sluice's configuration errors reached the operator as raw exceptions with stack traces
+   * (a rule's wrapped in "Unable to start web server"). Boot's failure analysis now reports them: the
+   * analyzer is registered, and finds the message, property path first, under the wrappers.
+   */
+  @Test void aConfigurationErrorIsReportedByBootsFailureAnalysis() {
+    assertThat(org.springframework.core.io.support.SpringFactoriesLoader.forDefaultResourceLocation()
+        .load(org.springframework.boot.diagnostics.FailureAnalyzer.class)).hasAtLeastOneElementOfType(SluiceFailureAnalyzer.class);
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=apj"))
+        .run(ctx -> {
+          org.springframework.boot.diagnostics.FailureAnalysis a = new SluiceFailureAnalyzer().analyze(
+              new IllegalStateException("Unable to start web server", ctx.getStartupFailure()));
+          assertThat(a).isNotNull();
+          assertThat(a.getDescription()).isEqualTo("Sluice's configuration is invalid: sluice.http.rules[0].policy: "
+              + "no policy named 'apj' in sluice.policies; the policies are [api]");
+          assertThat(a.getAction()).startsWith("Correct the property or annotation named at the start of the description");
+        });
+    assertThat(new SluiceFailureAnalyzer().analyze(new IllegalArgumentException("not ours"))).isNull();
+  }
 }

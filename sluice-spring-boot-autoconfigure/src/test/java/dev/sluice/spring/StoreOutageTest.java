@@ -55,6 +55,11 @@ class StoreOutageTest {
       HttpResponse<String> allowed = o.get("/api/hello", "X-Client", id + "-3");
       assertThat(allowed.statusCode()).isEqualTo(200);
       assertThat(allowed.headers().firstValue("RateLimit-Policy")).as("an allowance no store decided has no limits").isEmpty();
+      // Issue 32: the endpoint counted a decision the store did not make as allowed (or refused) and
+      // as failed too, so its counts did not add up to the decisions; now failed only.
+      JsonNode counts = o.json("/actuator/ratelimits").get("policies").get(0);
+      assertThat(counts.get("name").asText()).isEqualTo("api");
+      assertThat(counts.get("decisions").toString()).isEqualTo("{\"allowed\":0,\"refused\":0,\"failed\":1}");
       for (int i = 0; i < 3; i++) {
         HttpResponse<String> local = f.get("/api/hello", "X-Client", id + "-5");
         assertThat(local.statusCode()).isEqualTo(200);
