@@ -12,6 +12,9 @@ import java.util.Map;
  * messages) is {@code PolicyWords}'s, the one definition the service uses too.
  */
 public class PolicyEntry {
+  /** The fields' names in Boot's uniform form (lower case, no dashes), as a property's last element reads. */
+  static final java.util.Set<String> FIELDS = java.util.Set.of("name", "algorithm", "limit", "window", "capacity",
+      "refilltokens", "refillperiod", "rate", "period", "burst");
   private String name;
   private String algorithm;
   private Long limit;

@@ -16,6 +16,10 @@ import org.springframework.aop.Advisor;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySource;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
+import org.springframework.boot.context.properties.source.IterableConfigurationPropertySource;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.beans.factory.config.BeanDefinition;
@@ -60,9 +64,42 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 @EnableConfigurationProperties(SluiceProperties.class)
 public class SluiceAutoConfiguration {
   /** The policies of {@code sluice.policies}, through the shape the service's policy file uses. */
-  static List<Policy> policies(List<PolicyEntry> entries) {
-    return entries == null || entries.isEmpty() ? List.of()
-        : PolicyWords.policies(entries.stream().map(PolicyEntry::fields).toList(), "sluice.policies");
+  static List<Policy> policies(List<PolicyEntry> entries, org.springframework.core.env.Environment env) {
+    if (entries == null || entries.isEmpty()) {
+      return List.of();
+    }
+    List<java.util.Map<String, Object>> fields = new java.util.ArrayList<>();
+    for (PolicyEntry e : entries) {
+      fields.add(e.fields());
+    }
+    unboundFields(env, fields);
+    return PolicyWords.policies(fields, "sluice.policies");
+  }
+
+  /**
+   * Adds to each entry the properties written under {@code sluice.policies[i]} that the binder
+   * dropped (no {@link PolicyEntry} field has their name: {@code windw: 1m}), so that the one shape
+   * refuses them as the service's policy file does ("unknown parameter 'windw'"), rather than
+   * reporting the parameter they were meant to be as missing.
+   */
+  private static void unboundFields(org.springframework.core.env.Environment env, List<java.util.Map<String, Object>> fields) {
+    if (env == null) {
+      return;
+    }
+    ConfigurationPropertyName policies = ConfigurationPropertyName.of("sluice.policies");
+    for (ConfigurationPropertySource source : ConfigurationPropertySources.get(env)) {
+      if (!(source instanceof IterableConfigurationPropertySource iterable)) {
+        continue;
+      }
+      iterable.stream().filter(n -> n.getNumberOfElements() == 4 && policies.isAncestorOf(n) && n.isNumericIndex(2))
+          .forEach(n -> {
+            int i = Integer.parseInt(n.getElement(2, ConfigurationPropertyName.Form.UNIFORM));
+            String field = n.getLastElement(ConfigurationPropertyName.Form.ORIGINAL);
+            if (i < fields.size() && !PolicyEntry.FIELDS.contains(n.getLastElement(ConfigurationPropertyName.Form.UNIFORM))) {
+              fields.get(i).putIfAbsent(field, String.valueOf(source.getConfigurationProperty(n).getValue()));
+            }
+          });
+    }
   }
 
   /** The Micrometer meters every limiter reports to; bound to the application's registries by Spring Boot. */
@@ -84,7 +121,7 @@ public class SluiceAutoConfiguration {
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
   public RateLimiterRegistry sluiceRateLimiters(SluiceProperties props, Store store,
-      ObjectProvider<RateLimitMetrics> metrics) {
+      ObjectProvider<RateLimitMetrics> metrics, org.springframework.core.env.Environment env) {
     props.failureModes(); // checked whichever store runs: a setting is never accepted unread
     RateLimitMetrics m = metrics.getIfAvailable();
     RateLimitListener next = m == null ? RateLimitListener.NONE : m;
@@ -92,7 +129,7 @@ public class SluiceAutoConfiguration {
     boolean jdbc = "postgres".equals(store.name());
     RateLimiterRegistry r;
     try {
-      r = new RateLimiterRegistry(jdbc ? "jdbc" : store.name(), store, policies(props.getPolicies()), next);
+      r = new RateLimiterRegistry(jdbc ? "jdbc" : store.name(), store, policies(props.getPolicies(), env), next);
     } catch (IllegalStateException e) {
       if (jdbc && e.getCause() instanceof java.sql.SQLException) { // the first limiter's schema (apply-schema)
         throw new IllegalStateException("sluice.jdbc.apply-schema: " + e.getMessage(), e.getCause());
