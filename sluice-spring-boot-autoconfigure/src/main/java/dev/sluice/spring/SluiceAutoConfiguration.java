@@ -64,7 +64,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 @EnableConfigurationProperties(SluiceProperties.class)
 public class SluiceAutoConfiguration {
   /** The policies of {@code sluice.policies}, through the shape the service's policy file uses. */
-  static List<Policy> policies(List<PolicyEntry> entries, org.springframework.core.env.Environment env) {
+  static List<Policy> policies(List<PolicyEntry> entries, Environment env) {
     if (entries == null || entries.isEmpty()) {
       return List.of();
     }
@@ -82,7 +82,7 @@ public class SluiceAutoConfiguration {
    * refuses them as the service's policy file does ("unknown parameter 'windw'"), rather than
    * reporting the parameter they were meant to be as missing.
    */
-  private static void unboundFields(org.springframework.core.env.Environment env, List<java.util.Map<String, Object>> fields) {
+  private static void unboundFields(Environment env, List<java.util.Map<String, Object>> fields) {
     if (env == null) {
       return;
     }
@@ -121,7 +121,7 @@ public class SluiceAutoConfiguration {
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
   public RateLimiterRegistry sluiceRateLimiters(SluiceProperties props, Store store,
-      ObjectProvider<RateLimitMetrics> metrics, org.springframework.core.env.Environment env) {
+      ObjectProvider<RateLimitMetrics> metrics, Environment env) {
     props.failureModes(); // checked whichever store runs: a setting is never accepted unread
     RateLimitMetrics m = metrics.getIfAvailable();
     RateLimitListener next = m == null ? RateLimitListener.NONE : m;
@@ -354,7 +354,7 @@ public class SluiceAutoConfiguration {
     @Override public void postProcessBeanDefinitionRegistry(BeanDefinitionRegistry registry) {
       List<PolicyEntry> entries = Binder.get(environment)
           .bind("sluice.policies", Bindable.listOf(PolicyEntry.class)).orElse(List.of());
-      for (Policy p : policies(entries)) {
+      for (Policy p : policies(entries, environment)) {
         String name = p.name();
         RootBeanDefinition bd = new RootBeanDefinition();
         bd.setTargetType(RateLimiter.class);
