@@ -10,6 +10,7 @@ import dev.sluice.FailureMode;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.RateLimitListener;
+import dev.sluice.Refund;
 import dev.sluice.redis.RedisRateLimiter;
 import dev.sluice.redis.RedisServerProcess;
 import io.grpc.CallOptions;
@@ -180,6 +181,39 @@ class RedisInterceptorTest {
       // on the server's executor, here the event loop (the server asked for a direct executor).
       assertThat(echo.startThreads.get(echo.startThreads.size() - 1).getName()).startsWith("sluice-grpc-");
       assertThat(echo.handlerThreads.get(echo.handlerThreads.size() - 1)).isSameAs(eventLoop);
+    }
+  }
+
+  /**
+   * The client gives up while the store is frozen: the call is cancelled before it starts. The cancel
+   * waits in the delayed listener; once the store answers (allowed, charged), the call starts already
+   * cancelled, its handler never runs, and the cancel reaches the refund rule: the permit goes back.
+   */
+  @Test void aCallCancelledWhileItsDecisionIsPendingGivesItsPermitBackWhenCancelledIsNamed() throws Exception {
+    AtomicInteger decisions = new AtomicInteger();
+    AtomicReference<Refund> refunded = new AtomicReference<>();
+    RateLimiter api = limiter(1, Duration.ofSeconds(30), FailureMode.closed(), new RateLimitListener() {
+      @Override public void onDecision(Decision decision, String key) {
+        decisions.incrementAndGet();
+      }
+
+      @Override public void onRefund(Policy policy, Refund result) {
+        refunded.set(result);
+      }
+    });
+    try (Echo echo = new Echo(RateLimitInterceptor.builder().limit(api).refundOn(Status.Code.CANCELLED).build())) {
+      assertThat(api.peek("ip:127.0.0.1").remaining()).isEqualTo(1); // connected
+      redis.freeze();
+      StatusRuntimeException gaveUp = catchThrowableOfType(StatusRuntimeException.class, () -> ClientCalls.blockingUnaryCall(
+          echo.capturing(), Echo.SAY, CallOptions.DEFAULT.withDeadlineAfter(300, TimeUnit.MILLISECONDS), "a"));
+      assertThat(gaveUp.getStatus().getCode()).isEqualTo(Status.Code.DEADLINE_EXCEEDED);
+      assertThat(decisions.get()).as("the store has not answered yet").isZero();
+      redis.thaw();
+      RateLimitInterceptorTest.awaitTrue("the cancelled call's permit is refunded", () -> refunded.get() != null);
+      assertThat(refunded.get()).isEqualTo(Refund.APPLIED);
+      assertThat(decisions.get()).isEqualTo(1);
+      assertThat(api.peek("ip:127.0.0.1").remaining()).isEqualTo(1);
+      assertThat(echo.handlerThreads).as("the handler of a cancelled call never ran").isEmpty();
     }
   }
 
