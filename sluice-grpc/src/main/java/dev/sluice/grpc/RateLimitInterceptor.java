@@ -146,7 +146,7 @@ public final class RateLimitInterceptor implements ServerInterceptor {
       } catch (RuntimeException | Error thrown) {
         applicationError(call, thrown);
       }
-    }, call));
+    }, call, delayed));
     return delayed;
   }
 
@@ -160,12 +160,14 @@ public final class RateLimitInterceptor implements ServerInterceptor {
     }
   }
 
-  private void resume(Context context, Runnable task, ServerCall<?, ?> call) {
+  private <Q> void resume(Context context, Runnable task, ServerCall<Q, ?> call, DelayedListener<Q> delayed) {
     try {
       executor.execute(context.wrap(task));
     } catch (RuntimeException rejected) {
+      // The executor is shut down or full: the call never starts, and what it was waiting with is dropped.
       LOG.log(System.Logger.Level.WARNING, "a decided call could not resume on the executor (" + rejected + "); refused UNAVAILABLE");
-      call.close(Status.UNAVAILABLE.withDescription("the rate limiter could not resume the call").withCause(rejected), new Metadata());
+      refuse(call, Status.UNAVAILABLE.withDescription("the rate limiter could not resume the call").withCause(rejected));
+      delayed.start(new ServerCall.Listener<>() {});
     }
   }
 
