@@ -77,7 +77,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * The same decisions, for every reason, on the primary and the failure-mode path, through every
  * front end Sluice has: the servlet filter on a real Jetty, the JDK filter on a real
  * {@link HttpServer}, the service's HTTP API, the MCP adapter (a real MCP SDK server on Jetty and the
- * SDK's own streamable-HTTP client) and the guard's refusal rendered by {@link HttpVerdict}. They
+ * SDK's own streamable-HTTP client), the gRPC interceptor (a real Netty server and channel; its status
+ * stands for the HTTP status, its metadata for the headers, its description and {@code RetryInfo} for
+ * the body's detail and retry delay) and the guard's refusal rendered by {@link HttpVerdict}. They
  * must answer with the same status, the same headers and the same body fields.
  *
  * <p>The one difference is the guard's on purpose, and so the MCP adapter's: a store that is down
@@ -104,6 +106,24 @@ class FrontEndsAgreeTest {
   SluiceServer service;
   McpSyncServer mcpServer;
   McpSyncClient mcpClient;
+  io.grpc.Server grpc;
+  io.grpc.ManagedChannel channel;
+  static final io.grpc.MethodDescriptor.Marshaller<String> TEXT = new io.grpc.MethodDescriptor.Marshaller<>() {
+    @Override public java.io.InputStream stream(String value) {
+      return new java.io.ByteArrayInputStream(value.getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Override public String parse(java.io.InputStream stream) {
+      try {
+        return new String(stream.readAllBytes(), StandardCharsets.UTF_8);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
+  };
+  static final io.grpc.MethodDescriptor<String, String> SAY = io.grpc.MethodDescriptor.<String, String>newBuilder()
+      .setType(io.grpc.MethodDescriptor.MethodType.UNARY).setFullMethodName("test.Echo/Say")
+      .setRequestMarshaller(TEXT).setResponseMarshaller(TEXT).build();
 
   /** A limiter that answers every check with the decision the test gave it: the input under test. */
   static final class FixedAnswer implements RateLimiter {
@@ -229,6 +249,18 @@ class FrontEndsAgreeTest {
       @Override public RateLimiter limiter(Policy policy, RateLimitListener listener) { return limiter; }
     };
     service = new SluiceServer(List.of(API), fixed, "127.0.0.1", 0, Duration.ofSeconds(5), ticker, 100).start();
+
+    io.grpc.ServerServiceDefinition echo = io.grpc.ServerServiceDefinition.builder("test.Echo")
+        .addMethod(SAY, io.grpc.stub.ServerCalls.asyncUnaryCall((String request, io.grpc.stub.StreamObserver<String> out) -> {
+          handled.incrementAndGet();
+          out.onNext("ok");
+          out.onCompleted();
+        })).build();
+    dev.sluice.grpc.RateLimitInterceptor limits = dev.sluice.grpc.RateLimitInterceptor.builder().limit("test.Echo/*", limiter)
+        .ticker(ticker).build();
+    grpc = io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+        .addService(io.grpc.ServerInterceptors.intercept(echo, limits)).build().start();
+    channel = io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder.forAddress("127.0.0.1", grpc.getPort()).usePlaintext().build();
   }
 
   @AfterAll void stop() throws Exception {
@@ -246,6 +278,12 @@ class FrontEndsAgreeTest {
     }
     if (service != null) {
       service.stop();
+    }
+    if (channel != null) {
+      channel.shutdownNow();
+    }
+    if (grpc != null) {
+      grpc.shutdownNow();
     }
   }
 
@@ -270,6 +308,20 @@ class FrontEndsAgreeTest {
     assertThat(api.headers()).isEqualTo(servlet.headers());
     assertThat(rendered.status()).isEqualTo(status);
     assertThat(rendered.headers()).isEqualTo(servlet.headers());
+
+    // The gRPC interceptor: its status for the HTTP status, its metadata for the headers, its
+    // description and RetryInfo for the body's detail and exact retry delay.
+    int handledBeforeGrpc = handled.get();
+    Answer rpc = grpc();
+    assertThat(rpc.status()).isEqualTo(status);
+    Map<String, String> withoutType = new LinkedHashMap<>(servlet.headers());
+    withoutType.remove("Content-Type");
+    assertThat(rpc.headers()).isEqualTo(withoutType);
+    assertThat(handled.get() - handledBeforeGrpc).as("the call ran").isEqualTo(status == 200 ? 1 : 0);
+    if (status != 200) {
+      assertThat(rpc.body().get("detail")).isEqualTo(servlet.body().get("detail"));
+      assertThat(rpc.body().get("retryAfterMicros").longValue()).isEqualTo(d.retryAfterMicros());
+    }
 
     // What the headers say, whoever sent them.
     boolean limits = status != 503 && d.path() != Path.FAILURE_MODE;
@@ -371,6 +423,47 @@ class FrontEndsAgreeTest {
     }
     String body = v.allowed() ? ServerApiTest.JSON.writeValueAsString(v.fields()) : v.body();
     return new Answer(v.status(), headers, ServerApiTest.JSON.readTree(body));
+  }
+
+  /**
+   * One unary call through a real channel: 200 when it ran, 429 for {@code RESOURCE_EXHAUSTED}, 503
+   * for {@code UNAVAILABLE}; the limit fields from the response headers or trailers, under their HTTP
+   * names; a refusal's description and {@code RetryInfo} delay as {@code detail} and {@code retryAfterMicros}.
+   */
+  private Answer grpc() throws Exception {
+    java.util.concurrent.atomic.AtomicReference<io.grpc.Metadata> headers = new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.concurrent.atomic.AtomicReference<io.grpc.Metadata> trailers = new java.util.concurrent.atomic.AtomicReference<>();
+    io.grpc.Channel c = io.grpc.ClientInterceptors.intercept(channel,
+        io.grpc.stub.MetadataUtils.newCaptureMetadataInterceptor(headers, trailers));
+    int status;
+    ObjectNode body = null;
+    try {
+      assertThat(io.grpc.stub.ClientCalls.blockingUnaryCall(c, SAY, io.grpc.CallOptions.DEFAULT.withDeadlineAfter(10,
+          java.util.concurrent.TimeUnit.SECONDS), "hi")).isEqualTo("ok");
+      status = 200;
+    } catch (io.grpc.StatusRuntimeException e) {
+      status = switch (e.getStatus().getCode()) {
+        case RESOURCE_EXHAUSTED -> 429;
+        case UNAVAILABLE -> 503;
+        default -> fail("unexpected gRPC status " + e.getStatus());
+      };
+      com.google.rpc.Status detail = io.grpc.protobuf.StatusProto.fromThrowable(e);
+      com.google.rpc.RetryInfo retry = detail.getDetails(0).unpack(com.google.rpc.RetryInfo.class);
+      body = ServerApiTest.JSON.createObjectNode();
+      body.put("detail", e.getStatus().getDescription());
+      body.put("retryAfterMicros", retry.getRetryDelay().getSeconds() * 1_000_000L + retry.getRetryDelay().getNanos() / 1_000);
+    }
+    Map<String, String> fields = new LinkedHashMap<>();
+    for (String h : List.of("Retry-After", "RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining",
+        "X-RateLimit-Reset")) {
+      io.grpc.Metadata.Key<String> key = io.grpc.Metadata.Key.of(h.toLowerCase(Locale.ROOT), io.grpc.Metadata.ASCII_STRING_MARSHALLER);
+      for (io.grpc.Metadata m : java.util.Arrays.asList(headers.get(), trailers.get())) {
+        if (m != null && m.get(key) != null) {
+          fields.put(h, m.get(key));
+        }
+      }
+    }
+    return new Answer(status, fields, body);
   }
 
   /** One tool call through the real MCP client: 200 when the tool ran, else the status the error code stands for, and its data. */
