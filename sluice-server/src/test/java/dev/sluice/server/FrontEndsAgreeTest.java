@@ -250,16 +250,16 @@ class FrontEndsAgreeTest {
     };
     service = new SluiceServer(List.of(API), fixed, "127.0.0.1", 0, Duration.ofSeconds(5), ticker, 100).start();
 
-    io.grpc.ServerServiceDefinition echo = io.grpc.ServerServiceDefinition.builder("test.Echo")
+    io.grpc.ServerServiceDefinition say = io.grpc.ServerServiceDefinition.builder("test.Echo")
         .addMethod(SAY, io.grpc.stub.ServerCalls.asyncUnaryCall((String request, io.grpc.stub.StreamObserver<String> out) -> {
           handled.incrementAndGet();
           out.onNext("ok");
           out.onCompleted();
         })).build();
-    dev.sluice.grpc.RateLimitInterceptor limits = dev.sluice.grpc.RateLimitInterceptor.builder().limit("test.Echo/*", limiter)
+    dev.sluice.grpc.RateLimitInterceptor grpcLimits = dev.sluice.grpc.RateLimitInterceptor.builder().limit("test.Echo/*", limiter)
         .ticker(ticker).build();
     grpc = io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
-        .addService(io.grpc.ServerInterceptors.intercept(echo, limits)).build().start();
+        .addService(io.grpc.ServerInterceptors.intercept(say, grpcLimits)).build().start();
     channel = io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder.forAddress("127.0.0.1", grpc.getPort()).usePlaintext().build();
   }
 
