@@ -447,11 +447,18 @@ class FrontEndsAgreeTest {
         case UNAVAILABLE -> 503;
         default -> fail("unexpected gRPC status " + e.getStatus());
       };
-      com.google.rpc.Status detail = io.grpc.protobuf.StatusProto.fromThrowable(e);
-      com.google.rpc.RetryInfo retry = detail.getDetails(0).unpack(com.google.rpc.RetryInfo.class);
+      // google.rpc.RetryInfo read off the wire: Envoy's API jar, on this module path, holds a
+      // com.google.rpc package of its own without RetryInfo, so the class is not compiled against here.
+      com.google.protobuf.Any any = io.grpc.protobuf.StatusProto.fromThrowable(e).getDetails(0);
+      assertThat(any.getTypeUrl()).isEqualTo("type.googleapis.com/google.rpc.RetryInfo");
+      com.google.protobuf.UnknownFieldSet retry = com.google.protobuf.UnknownFieldSet.parseFrom(any.getValue());
+      com.google.protobuf.UnknownFieldSet delay = com.google.protobuf.UnknownFieldSet.parseFrom(
+          retry.getField(1).getLengthDelimitedList().get(0)); // retry_delay, a google.protobuf.Duration
+      long seconds = delay.hasField(1) ? delay.getField(1).getVarintList().get(0) : 0;
+      long nanos = delay.hasField(2) ? delay.getField(2).getVarintList().get(0) : 0;
       body = ServerApiTest.JSON.createObjectNode();
       body.put("detail", e.getStatus().getDescription());
-      body.put("retryAfterMicros", retry.getRetryDelay().getSeconds() * 1_000_000L + retry.getRetryDelay().getNanos() / 1_000);
+      body.put("retryAfterMicros", seconds * 1_000_000L + nanos / 1_000);
     }
     Map<String, String> fields = new LinkedHashMap<>();
     for (String h : List.of("Retry-After", "RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining",
