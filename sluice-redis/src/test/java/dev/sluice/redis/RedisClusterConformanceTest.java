@@ -30,24 +30,7 @@ class RedisClusterConformanceTest extends RateLimiterContract {
   private static RedisClusterClient client;
 
   @BeforeAll static void startCluster() throws Exception {
-    for (int port : PORTS) {
-      NODES.add(RedisServerProcess.start(port, "--cluster-enabled", "yes",
-          "--cluster-config-file", "nodes-" + port + ".conf", "--cluster-node-timeout", "5000"));
-    }
-    List<String> create = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
-    for (int port : PORTS) {
-      create.add("127.0.0.1:" + port);
-    }
-    create.addAll(List.of("--cluster-replicas", "0", "--cluster-yes"));
-    String out = RedisServerProcess.output(create.toArray(String[]::new));
-    assertThat(out).as("redis-cli --cluster create").contains("All 16384 slots covered");
-    long deadline = System.nanoTime() + 20_000_000_000L;
-    for (int port : PORTS) {
-      while (!RedisServerProcess.output("redis-cli", "-p", Integer.toString(port), "cluster", "info").contains("cluster_state:ok")) {
-        assertThat(System.nanoTime()).as("cluster node %d reaches state ok", port).isLessThan(deadline);
-        Thread.sleep(50);
-      }
-    }
+    NODES.addAll(RedisClusterNodes.start(PORTS));
     RedisURI seed = RedisURI.create("redis://127.0.0.1:" + PORTS[0]);
     seed.setTimeout(Duration.ofSeconds(5));
     client = RedisClusterClient.create(seed);

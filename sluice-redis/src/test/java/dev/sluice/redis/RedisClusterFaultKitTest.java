@@ -108,7 +108,7 @@ class RedisClusterFaultKitTest extends FaultContract {
   }
 
   @Override protected Fixture fixture() {
-    return RedisFaultKitTest.fixture(proxy, p -> RedisRateLimiter.builder(p, throughProxy),
+    return RedisFaultFixture.of(proxy, p -> RedisRateLimiter.builder(p, throughProxy),
         p -> RedisRateLimiter.builder(p, direct), Optional.empty());
   }
 }

@@ -1,14 +1,10 @@
 package dev.sluice.redis;
 
-import dev.sluice.Policy;
-import dev.sluice.RateLimiter;
-import dev.sluice.spi.StoreRateLimiter;
 import dev.sluice.tck.FaultContract;
 import dev.sluice.tck.FaultProxy;
 import io.lettuce.core.RedisClient;
 import java.time.Duration;
 import java.util.Optional;
-import java.util.function.Function;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -47,46 +43,7 @@ class RedisFaultKitTest extends FaultContract {
   }
 
   @Override protected Fixture fixture() {
-    return fixture(proxy, p -> RedisRateLimiter.builder(p, throughProxy), p -> RedisRateLimiter.builder(p, direct),
-        Optional.of(new Store() {
-          @Override public void stop() throws Exception {
-            server.stop();
-          }
-
-          @Override public void start() throws Exception {
-            server.start();
-          }
-
-          @Override public void freeze() throws Exception {
-            server.freeze();
-          }
-
-          @Override public void thaw() throws Exception {
-            server.thaw();
-          }
-        }));
-  }
-
-  /** A fixture whose limiters start from {@code throughProxy}'s builders, and its clean ones from {@code direct}'s. */
-  static Fixture fixture(FaultProxy proxy, Function<Policy, RedisRateLimiter.Builder> throughProxy,
-                         Function<Policy, RedisRateLimiter.Builder> direct, Optional<Store> store) {
-    return new Fixture() {
-      @Override public FaultProxy proxy() {
-        return proxy;
-      }
-
-      @Override public RateLimiter limiter(Setup s) {
-        return throughProxy.apply(s.policy()).timeout(s.timeout()).failureMode(s.failureMode()).issuer(s.issuer())
-            .maxBatch(s.coalescing() ? StoreRateLimiter.MAX_BATCH : 1).build();
-      }
-
-      @Override public RateLimiter direct(Policy policy) {
-        return direct.apply(policy).timeout(Duration.ofSeconds(5)).build();
-      }
-
-      @Override public Optional<Store> store() {
-        return store;
-      }
-    };
+    return RedisFaultFixture.of(proxy, p -> RedisRateLimiter.builder(p, throughProxy), p -> RedisRateLimiter.builder(p, direct),
+        Optional.of(RedisFaultFixture.store(server)));
   }
 }

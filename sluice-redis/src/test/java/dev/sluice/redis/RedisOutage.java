@@ -8,15 +8,16 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The kit's outage fixture on Redis: private servers (one standalone, or every master of a cluster)
- * frozen with SIGSTOP for {@link #down} and thawed for {@link #up}, never the shared server.
+ * frozen with SIGSTOP for {@link #down} and thawed for {@link #up}, never the shared server. Public for
+ * the other clients' modules (sluice-redis-jedis, sluice-redis-redisson), through the test-jar.
  */
-final class RedisOutage implements RateLimiterContract.Outage {
+public final class RedisOutage implements RateLimiterContract.Outage {
   private final RedisRateLimiter limiter;
   private final List<RedisServerProcess> servers;
   private final AutoCloseable cleanup;
 
   /** {@code cleanup} runs after the limiter closes and every server is thawed. */
-  RedisOutage(RedisRateLimiter limiter, List<RedisServerProcess> servers, AutoCloseable cleanup) {
+  public RedisOutage(RedisRateLimiter limiter, List<RedisServerProcess> servers, AutoCloseable cleanup) {
     this.limiter = limiter;
     this.servers = servers;
     this.cleanup = cleanup;

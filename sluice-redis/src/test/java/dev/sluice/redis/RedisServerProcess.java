@@ -147,7 +147,8 @@ public final class RedisServerProcess implements AutoCloseable {
     return p.exitValue();
   }
 
-  static String output(String... cmd) throws Exception {
+  /** What {@code cmd} prints (standard output and error), waited for at most 30 s. */
+  public static String output(String... cmd) throws Exception {
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
     String out = new String(p.getInputStream().readAllBytes());
     p.waitFor(30, TimeUnit.SECONDS);
