@@ -1,0 +1,43 @@
+package dev.sluice.spring.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.Ticker;
+import dev.sluice.kernel.Store;
+import java.net.http.HttpResponse;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * The gateway on the memory store, on a frozen clock: the gateway's refusal and the JDK filter's are
+ * byte-equal. Also the shortcut form, whose key is the client address (one per test JVM here).
+ */
+class MemoryGatewayTest extends GatewayContract {
+  /** A clock that never moves, so that two front ends' verdicts on the same count are the same bytes. */
+  @Configuration(proxyBeanMethods = false)
+  static class FrozenClock {
+    @Bean(destroyMethod = "close")
+    Store frozenMemoryStore() {
+      return Store.memory(10_000, Ticker.manual(1_800_000_000_000_000L));
+    }
+  }
+
+  @BeforeAll static void start() throws Exception {
+    gateway(new Class<?>[] {FrozenClock.class});
+  }
+
+  @Override boolean exactClock() {
+    return true;
+  }
+
+  @Test void theShortcutFormChargesTheClientAddress() throws Exception {
+    for (int i = 0; i < 2; i++) {
+      assertThat(get("/short/s", id()).statusCode()).as("one address, whatever X-Client says").isEqualTo(200);
+    }
+    HttpResponse<String> refused = get("/short/s", id());
+    assertThat(refused.statusCode()).isEqualTo(429);
+    assertThat(limiter("hour").peek("ip:127.0.0.1").remaining()).isZero();
+  }
+}
