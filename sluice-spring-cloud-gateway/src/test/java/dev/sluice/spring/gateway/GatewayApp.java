@@ -19,12 +19,15 @@ public class GatewayApp {
 
   /** A route in the Java DSL: the same filter, its settings built in code. */
   @Bean
-  RouteLocator dslRoutes(RouteLocatorBuilder routes, SluiceGatewayFilterFactory sluice, KeyResolver clientKey,
-      @Value("${downstream.url}") String downstream) {
+  RouteLocator dslRoutes(RouteLocatorBuilder routes, SluiceGatewayFilterFactory sluice, SluiceGatewayRateLimiter sluiceRateLimiter,
+      KeyResolver clientKey, @Value("${downstream.url}") String downstream) {
     return routes.routes()
         .route("dsl", r -> r.path("/dsl/**")
             .filters(f -> f.filter(sluice.apply(new SluiceGatewayFilterFactory.Config().setPolicies("a", "b")
                 .setKeyResolver(clientKey).setRefundOn(java.util.List.of("404")))))
+            .uri(downstream))
+        .route("dsl-rrl", r -> r.path("/dsl-rrl/**")
+            .filters(f -> f.requestRateLimiter(c -> c.setRateLimiter(sluiceRateLimiter.forPolicy("b")).setKeyResolver(clientKey)))
             .uri(downstream))
         .build();
   }

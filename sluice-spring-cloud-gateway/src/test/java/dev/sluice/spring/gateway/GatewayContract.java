@@ -200,6 +200,17 @@ abstract class GatewayContract {
     assertThat(limiter("hour").peek(id).remaining()).isZero();
   }
 
+  @Test void theRequestRateLimiterOfAJavaDslRouteNamesItsPolicyInCode() throws Exception {
+    String id = id();
+    for (int i = 0; i < 2; i++) {
+      assertThat(get("/dsl-rrl/q", id).statusCode()).isEqualTo(200);
+    }
+    HttpResponse<String> refused = get("/dsl-rrl/q", id);
+    assertThat(refused.statusCode()).isEqualTo(429);
+    assertThat(refused.headers().firstValue("RateLimit-Policy")).hasValueSatisfying(v -> assertThat(v).startsWith("\"b\";q=2"));
+    assertThat(limiter("b").peek(id).remaining()).isZero();
+  }
+
   @Test void sixteenClientsNeverBlockAnEventLoop() throws Exception {
     EventLoops.watch();
     int before = EventLoops.BLOCKED.size();
@@ -212,7 +223,7 @@ abstract class GatewayContract {
         for (int t = 0; t < 16; t++) {
           String client = id();
           fs.add(pool.submit(() -> {
-            for (int i = next.getAndIncrement(); i < 800; i = next.getAndIncrement()) {
+            for (int i = next.getAndIncrement(); i < 320; i = next.getAndIncrement()) {
               HttpResponse<String> r = get(route, i % 2 == 0 ? client : "shared-" + route);
               if (r.statusCode() != 200) {
                 unexpected.add(r.statusCode() + " " + r.body());
