@@ -11,6 +11,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.cloud.gateway.filter.ratelimit.AbstractRateLimiter;
 import org.springframework.cloud.gateway.support.ConfigurationService;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Fallback;
 
 /**
  * Sluice in Spring Cloud Gateway (the reactive server): the {@code Sluice} route filter and the
@@ -31,8 +32,14 @@ public class SluiceGatewayAutoConfiguration {
     return new SluiceGatewayFilterFactory(registry, props, beans);
   }
 
-  /** {@code rate-limiter: "#{@sluiceRateLimiter}"} of the gateway's {@code RequestRateLimiter}. */
+  /**
+   * {@code rate-limiter: "#{@sluiceRateLimiter}"} of the gateway's {@code RequestRateLimiter}. A
+   * fallback candidate: beside the gateway's own {@code RedisRateLimiter} (an application with
+   * Spring Data Redis Reactive has one) that one stays the filter's default limiter, as routes
+   * written for it expect, and the gateway still starts (two limiters and no default would stop it).
+   */
   @Bean(name = "sluiceRateLimiter")
+  @Fallback
   @ConditionalOnMissingBean(SluiceGatewayRateLimiter.class)
   public SluiceGatewayRateLimiter sluiceRateLimiter(RateLimiterRegistry registry, ConfigurationService configurationService) {
     return new SluiceGatewayRateLimiter(registry, configurationService);

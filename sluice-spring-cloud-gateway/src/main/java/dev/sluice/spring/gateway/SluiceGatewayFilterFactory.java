@@ -2,6 +2,7 @@ package dev.sluice.spring.gateway;
 
 import dev.sluice.Decision;
 import dev.sluice.RateLimiter;
+import dev.sluice.Ticker;
 import dev.sluice.compose.AllOf;
 import dev.sluice.http.HttpRateLimit;
 import dev.sluice.http.HttpVerdict;
@@ -161,7 +162,7 @@ public class SluiceGatewayFilterFactory extends AbstractGatewayFilterFactory<Slu
     private final long permits;
     private final RateLimitHeaders families;
     /** The clock of every verdict: the first limiter's, as HttpRateLimit chooses it for the HTTP filters. */
-    private final dev.sluice.Ticker ticker;
+    private final Ticker ticker;
     private final RefundOn refundOn;
     private final Function<ServerWebExchange, Mono<String>> key;
     /** AllOf.charge is synchronous: off the event loop unless every leg is in this process. */

@@ -1,6 +1,7 @@
 package dev.sluice.spring.gateway;
 
 import dev.sluice.RateLimiter;
+import dev.sluice.Ticker;
 import dev.sluice.http.HttpRateLimit;
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RateLimitHeaders;
@@ -10,6 +11,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.springframework.cloud.gateway.filter.ratelimit.AbstractRateLimiter;
 import org.springframework.cloud.gateway.support.ConfigurationService;
 import reactor.core.publisher.Mono;
@@ -39,6 +41,8 @@ public class SluiceGatewayRateLimiter extends AbstractRateLimiter<SluiceGatewayR
   public static final String CONFIGURATION_PROPERTY_NAME = "sluice-rate-limiter";
 
   private final RateLimiterRegistry registry;
+  /** Each limiter's clock for its verdicts, as the HTTP filters choose it (HttpRateLimit's ticker). */
+  private final Map<RateLimiter, Ticker> tickers = new ConcurrentHashMap<>();
   /** The settings of a route that has none of its own; null: such a route is a configuration error. */
   private final Config defaults;
 
@@ -68,9 +72,9 @@ public class SluiceGatewayRateLimiter extends AbstractRateLimiter<SluiceGatewayR
     HeaderFamily f = HeaderFamily.union(c.getHeaders());
     RateLimitHeaders families = RateLimitHeaders.of(f.ietf(), f.legacy());
     String key = HttpRateLimit.normalize(id);
-    long now = HttpRateLimit.builder(l).build().ticker().nowMicros();
+    Ticker ticker = tickers.computeIfAbsent(l, x -> HttpRateLimit.builder(x).build().ticker());
     return Mono.fromCompletionStage(() -> l.tryAcquireAsync(key, c.getPermits(), l.policy())).map(d -> {
-      HttpVerdict v = HttpVerdict.of(d, now, families);
+      HttpVerdict v = HttpVerdict.of(d, ticker.nowMicros(), families);
       Map<String, String> headers = new LinkedHashMap<>();
       for (HttpVerdict.Header h : v.headers()) {
         headers.put(h.name(), h.value());

@@ -77,6 +77,8 @@ class RedisOutageTest {
 
   private static String[] store(RedisServerProcess redis, String mode) {
     return new String[] {"sluice.store=redis", "sluice.redis.url=" + redis.uri(), "sluice.timeout=" + TIMEOUT.toMillis() + "ms",
-        "sluice.failure-mode=" + mode};
+        "sluice.failure-mode=" + mode,
+        // With Spring Data Redis on the class path the starter uses the application's Lettuce factory: this server too.
+        "spring.data.redis.url=" + redis.uri()};
   }
 }
