@@ -1,6 +1,7 @@
 package dev.sluice.spring.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.Ticker;
 import dev.sluice.kernel.Store;
@@ -30,6 +31,24 @@ class MemoryGatewayTest extends GatewayContract {
 
   @Override boolean exactClock() {
     return true;
+  }
+
+  @Test void aRequestWithoutAKeyIsChargedToTheSharedUnknownKey() throws Exception {
+    // The key resolver finds no X-Client: Sluice's rule in every front end, one shared budget.
+    assertThat(get("/hour/u", null).statusCode()).isEqualTo(200);
+    assertThat(limiter("hour").peek("unknown").remaining()).isEqualTo(1);
+    assertThat(get("/both/u", null).statusCode()).as("the SpEL key gives null: unknown too").isEqualTo(200);
+    assertThat(limiter("a").peek("unknown").remaining()).isEqualTo(2);
+  }
+
+  @Test void aRouteNamingAPolicyThatIsNotThereIsRefusedWhenBuilt() {
+    SluiceGatewayFilterFactory f = app.getBean(SluiceGatewayFilterFactory.class);
+    assertThatThrownBy(() -> f.apply(new SluiceGatewayFilterFactory.Config().setPolicies("hour", "nope")))
+        .hasMessageStartingWith("no policy named 'nope' in sluice.policies; the policies are [hour, a, b, refund, wide, wide2]");
+    assertThatThrownBy(() -> f.apply(new SluiceGatewayFilterFactory.Config().setPolicies("a", "a")))
+        .hasMessage("Sluice filter [a, a] names policy 'a' twice");
+    assertThatThrownBy(() -> f.apply(new SluiceGatewayFilterFactory.Config().setPolicies("a").setKey("request.(")))
+        .hasMessageStartingWith("Sluice filter [a]: key 'request.(' is not a SpEL expression");
   }
 
   @Test void theShortcutFormChargesTheClientAddress() throws Exception {
