@@ -23,7 +23,12 @@ final class EventLoops {
       return;
     }
     installed = true;
-    BlockHound.builder()
+    BlockHound.Builder b = BlockHound.builder();
+    // The allowances the libraries on the class path declare themselves (what BlockHound.install() loads):
+    // Spring's, for its annotation caches (ConcurrentReferenceHashMap's segment lock), which the gateway
+    // meets ordering a route's filters on its first requests; Reactor's and Netty's.
+    java.util.ServiceLoader.load(reactor.blockhound.integration.BlockHoundIntegration.class).forEach(b::with);
+    b
         .nonBlockingThreadPredicate(p -> p.or(t -> t.getName().startsWith("reactor-http-")
             || (t.getName().startsWith("lettuce-") && t.getName().contains("EventLoop"))))
         .allowBlockingCallsInside("io.lettuce.core.protocol.SharedLock", "incrementWriters")
