@@ -64,13 +64,9 @@ public final class SluiceWebFilter implements WebFilter, Ordered {
   private static Mono<Void> answer(ServerWebExchange exchange, WebFilterChain chain, HttpRules.Rule rule, Decision d) {
     HttpVerdict verdict = rule.verdict(d);
     ServerHttpResponse response = exchange.getResponse();
-    for (HttpVerdict.Header h : verdict.headers()) {
-      response.getHeaders().set(h.name(), h.value());
-    }
+    Mono<Void> refusal = write(response, verdict);
     if (!verdict.allowed()) {
-      response.setStatusCode(HttpStatusCode.valueOf(verdict.status()));
-      response.getHeaders().setContentType(MediaType.valueOf(HttpVerdict.PROBLEM_JSON));
-      return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(verdict.bodyBytes())));
+      return refusal;
     }
     if (!rule.refundsPossible()) {
       return chain.filter(exchange);
@@ -80,6 +76,40 @@ public final class SluiceWebFilter implements WebFilter, Ordered {
     response.beforeCommit(() -> refund(exchange, rule, d, false, status(response)));
     return chain.filter(exchange)
         .onErrorResume(e -> refund(exchange, rule, d, true, -1).then(Mono.error(e))); // once per ticket: no double refund
+  }
+
+  /**
+   * Writes {@code verdict} on {@code response}, the one reactive rendering of a verdict (this filter's
+   * and the Spring Cloud Gateway filter's): its headers at once; for a refusal also its status and
+   * RFC 9457 body, which the returned Mono writes. For an allowance only the headers are set and the
+   * returned Mono is empty: the caller goes on with its chain.
+   */
+  public static Mono<Void> write(ServerHttpResponse response, HttpVerdict verdict) {
+    for (HttpVerdict.Header h : verdict.headers()) {
+      response.getHeaders().set(h.name(), h.value());
+    }
+    if (verdict.allowed()) {
+      return Mono.empty();
+    }
+    response.setStatusCode(HttpStatusCode.valueOf(verdict.status()));
+    response.getHeaders().setContentType(MediaType.valueOf(HttpVerdict.PROBLEM_JSON));
+    return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(verdict.bodyBytes())));
+  }
+
+  /**
+   * {@code work} (a synchronous store call: a refund, an all-of charge) on the bounded-elastic
+   * scheduler, never on the event loop, and what follows back on {@code request}'s connection event
+   * loop on Reactor Netty (see the class comment). Shared with the Spring Cloud Gateway filter.
+   */
+  public static <T> Mono<T> offEventLoop(ServerHttpRequest request, Mono<T> work) {
+    Mono<T> r = work.subscribeOn(Schedulers.boundedElastic());
+    Executor loop = EventLoop.of(request);
+    return loop == null ? r : r.publishOn(Schedulers.fromExecutor(loop));
+  }
+
+  /** {@code request} as the key resolvers of {@code sluice-http} see it, with its {@code principal} (or null). */
+  public static RequestView requestView(ServerHttpRequest request, Principal principal) {
+    return new View(request, principal);
   }
 
   /** The request's Netty event loop on Reactor Netty, else null (the class is only loaded where Reactor Netty is). */
@@ -111,9 +141,7 @@ public final class SluiceWebFilter implements WebFilter, Ordered {
     if (!rule.rateLimit.refunds(threw, status) || d.ticket().isEmpty()) {
       return Mono.empty();
     }
-    Mono<Void> r = Mono.fromRunnable(() -> rule.limiter.refund(d.ticket().get())).subscribeOn(Schedulers.boundedElastic()).then();
-    Executor loop = EventLoop.of(exchange.getRequest());
-    return loop == null ? r : r.publishOn(Schedulers.fromExecutor(loop));
+    return offEventLoop(exchange.getRequest(), Mono.fromRunnable(() -> rule.limiter.refund(d.ticket().get())).then());
   }
 
   /** A reactive request as the key resolvers see it. */
