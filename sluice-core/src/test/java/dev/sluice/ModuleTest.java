@@ -30,9 +30,10 @@ class ModuleTest {
         "dev.sluice.store", "dev.sluice.compose", "dev.sluice.guard");
     assertThat(unqualified).contains("dev.sluice", "dev.sluice.memory");
     assertThat(qualified).containsExactly("dev.sluice.internal", "dev.sluice.model");
-    // the reference model (with its mutable scratch Outcome) is read by the kit and the SQL backend only
+    // the reference model (with its mutable scratch Outcome) is read by the kit and the backends that run it (SQL, Hazelcast) only
     assertThat(d.exports()).filteredOn(e -> e.source().equals("dev.sluice.model"))
-        .singleElement().satisfies(e -> assertThat(e.targets()).containsExactlyInAnyOrder("dev.sluice.tck", "dev.sluice.jdbc"));
+        .singleElement().satisfies(e -> assertThat(e.targets())
+            .containsExactlyInAnyOrder("dev.sluice.tck", "dev.sluice.jdbc", "dev.sluice.hazelcast"));
     assertThat(d.requires()).allMatch(r -> r.name().equals("java.base"), "the core requires nothing but java.base");
   }
 

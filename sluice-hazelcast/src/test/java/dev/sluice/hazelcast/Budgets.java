@@ -1,0 +1,31 @@
+package dev.sluice.hazelcast;
+
+import com.hazelcast.core.HazelcastInstance;
+import dev.sluice.Policy;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+
+/** Policies whose budgets do not refill while a test runs, and keys owned by a chosen member. */
+final class Budgets {
+  private Budgets() {}
+
+  /** Every algorithm the backend runs, {@code limit} permits that do not come back for a day. */
+  static List<Policy> everyAlgorithm(long limit) {
+    String n = "t-" + UUID.randomUUID();
+    Duration day = Duration.ofDays(1);
+    return List.of(Policy.fixedWindow(n + "-fw", limit, day), Policy.slidingWindow(n + "-sw", limit, day),
+        Policy.tokenBucket(n + "-tb", limit, 1, day), Policy.gcra(n + "-gcra", 1, day, limit));
+  }
+
+  /** A key whose budget under {@code p} is owned by {@code owner}. */
+  static String ownedBy(HazelcastInstance owner, Policy p) {
+    for (int i = 0; ; i++) {
+      String key = "k" + i;
+      if (owner.getPartitionService().getPartition(HazelcastRateLimiter.storedKey(p, key)).getOwner()
+          .equals(owner.getCluster().getLocalMember())) {
+        return key;
+      }
+    }
+  }
+}
