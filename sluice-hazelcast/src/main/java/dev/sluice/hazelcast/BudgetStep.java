@@ -40,6 +40,14 @@ final class BudgetStep implements EntryProcessor<String, Object, long[]>, Hazelc
   static final long DECIDED = 0;
   static final long CORRUPT = 1;
   static final long INVALID_CLOCK = 2;
+  /**
+   * What a map record's clock can lose: Hazelcast 5.5 keeps a record's last update time and its time
+   * to live in whole seconds (measured: {@code lastUpdateTime} truncated to the second, a time to live
+   * of 1,400 ms read back as 1,000), and expires the entry at their sum. So a time to live is rounded
+   * up to whole seconds and one second more is added: otherwise an entry could expire up to two
+   * seconds before its state stops mattering, and admit more than the limit.
+   */
+  static final long RECORD_CLOCK_MILLIS = 1_000;
 
   private final byte op;
   private final int kind;
@@ -148,10 +156,20 @@ final class BudgetStep implements EntryProcessor<String, Object, long[]>, Hazelc
       spent = Budget.live(spent, at);
       long ends = Math.max(ReferenceModel.expiresAt(alg, st), Budget.latestEnd(spent));
       written = new Budget(kind, st, spent);
-      writtenTtlMillis = Math.max(1, Math.floorDiv(ends - at + 999, 1_000)) + graceMillis; // 0 would be "never expires"
+      writtenTtlMillis = ttlMillis(ends - at, graceMillis);
       ((ExtendedMapEntry<String, Object>) entry).setValue(written, writtenTtlMillis, TimeUnit.MILLISECONDS);
     }
     return reply;
+  }
+
+  /**
+   * The time to live of an entry whose state and tickets matter for {@code micros} more: that plus the
+   * grace, rounded up to whole seconds, plus {@link #RECORD_CLOCK_MILLIS}; never 0, which Hazelcast
+   * reads as "never expires".
+   */
+  static long ttlMillis(long micros, long graceMillis) {
+    long need = Math.max(0, micros) + graceMillis * 1_000;
+    return (need + 999_999) / 1_000_000 * 1_000 + RECORD_CLOCK_MILLIS;
   }
 
   /** The backups get what the owner wrote, with its time to live; nothing when it wrote nothing. */

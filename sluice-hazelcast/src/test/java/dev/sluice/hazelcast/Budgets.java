@@ -18,12 +18,16 @@ final class Budgets {
         Policy.tokenBucket(n + "-tb", limit, 1, day), Policy.gcra(n + "-gcra", 1, day, limit));
   }
 
-  /** A key whose budget under {@code p} is owned by {@code owner}. */
+  /** A key whose budget under {@code p} is owned by {@code owner} (waiting, at most 30 s, for the partitions to be assigned). */
   static String ownedBy(HazelcastInstance owner, Policy p) {
+    if (!Cluster.await(Duration.ofSeconds(30), () -> owner.getPartitionService().getPartitions().stream()
+        .allMatch(part -> part.getOwner() != null))) {
+      throw new IllegalStateException("partitions not assigned in 30 s");
+    }
     for (int i = 0; ; i++) {
       String key = "k" + i;
-      if (owner.getPartitionService().getPartition(HazelcastRateLimiter.storedKey(p, key)).getOwner()
-          .equals(owner.getCluster().getLocalMember())) {
+      if (owner.getCluster().getLocalMember().equals(
+          owner.getPartitionService().getPartition(HazelcastRateLimiter.storedKey(p, key)).getOwner())) {
         return key;
       }
     }
