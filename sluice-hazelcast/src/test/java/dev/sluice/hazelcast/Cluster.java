@@ -34,6 +34,19 @@ final class Cluster implements AutoCloseable {
     this.maxMembers = maxMembers;
   }
 
+  /** Members to come on ports from {@code basePort} ({@link #addMember}), at most {@code maxMembers}. */
+  static Cluster empty(int basePort, int maxMembers) {
+    return new Cluster(basePort, maxMembers);
+  }
+
+  int basePort() {
+    return basePort;
+  }
+
+  int maxMembers() {
+    return maxMembers;
+  }
+
   /** {@code n} members on ports from {@code basePort}, joined into one cluster before this returns. */
   static Cluster start(int basePort, int n) {
     Cluster c = new Cluster(basePort, n + 2);
@@ -46,6 +59,11 @@ final class Cluster implements AutoCloseable {
 
   /** One more member, deciding on {@code clock} (null: its system clock). */
   HazelcastInstance addMember(Ticker clock) {
+    return addMember(clock, c -> {});
+  }
+
+  /** One more member, deciding on {@code clock}, its configuration changed by {@code custom} last. */
+  HazelcastInstance addMember(Ticker clock, java.util.function.Consumer<Config> custom) {
     Config c = new Config();
     c.setClusterName(name);
     c.setProperty("hazelcast.phone.home.enabled", "false");
@@ -73,6 +91,7 @@ final class Cluster implements AutoCloseable {
       context.put(HazelcastRateLimiter.MEMBER_CLOCK, clock);
     }
     c.setUserContext(context);
+    custom.accept(c);
     HazelcastInstance m = Hazelcast.newHazelcastInstance(c);
     synchronized (this) {
       members.add(m);
