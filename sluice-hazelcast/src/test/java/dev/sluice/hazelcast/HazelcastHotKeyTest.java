@@ -6,6 +6,9 @@ import com.hazelcast.core.HazelcastInstance;
 import dev.sluice.Decision;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
+import dev.sluice.kernel.Store;
+import dev.sluice.kernel.StoreFactory;
+import dev.sluice.kernel.StoreOptions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -57,6 +60,20 @@ class HazelcastHotKeyTest {
       }
     } finally {
       client.shutdown();
+    }
+  }
+
+  @Test void theKernelOpensTheStoreByNameFromAUrl() {
+    Cluster c = SharedCluster.get();
+    Policy p = Budgets.everyAlgorithm(2).get(0);
+    try (Store store = StoreFactory.named("hazelcast").open(StoreOptions.defaults()
+        .withUrl("hazelcast://127.0.0.1:5811,127.0.0.1:5812/" + c.name()).withTimeout(Duration.ofSeconds(5)))) {
+      assertThat(store.name()).isEqualTo("hazelcast");
+      assertThat(store.shared()).isTrue();
+      assertThat(Cluster.await(Duration.ofSeconds(30), () -> store.probe() == null)).as("the store answers").isTrue();
+      RateLimiter l = store.limiter(p, dev.sluice.RateLimitListener.NONE);
+      assertThat(l.tryAcquire("k", 2).allowed()).isTrue();
+      assertThat(l.tryAcquire("k").reason()).isEqualTo(dev.sluice.Reason.LIMIT_EXCEEDED);
     }
   }
 
