@@ -1,7 +1,6 @@
 package dev.sluice.hazelcast;
 
 import com.hazelcast.client.HazelcastClientOfflineException;
-import com.hazelcast.core.HazelcastInstanceNotActiveException;
 import com.hazelcast.core.OperationTimeoutException;
 import com.hazelcast.map.IMap;
 import com.hazelcast.spi.exception.TargetNotMemberException;
@@ -216,14 +215,15 @@ final class HazelcastBackend implements Backend<HazelcastBackend.Plan> {
   }
 
   /**
-   * The failures after which Hazelcast certainly did not run the processor: a client with no
-   * connection (its reconnect mode ASYNC), an instance shut down, a target that is not a member. Any
-   * other failure (a member that left with the invocation in flight, a lost connection, an operation
-   * timeout) may have run it.
+   * The failures of a sent invocation after which Hazelcast certainly did not run the processor: a
+   * client with no connection (its reconnect mode ASYNC) and a target that is not a member, both
+   * raised before anything goes out. Any other failure (a member that left with the invocation in
+   * flight, a lost connection, an operation timeout, an instance shut down while the invocation was
+   * pending) may have run it. (A failure thrown by {@code submitToKey} itself, such as a shut-down
+   * instance's, is never sent: see {@link #submit}.)
    */
   static boolean certainlyNotSent(Throwable e) {
-    return e instanceof HazelcastClientOfflineException || e instanceof HazelcastInstanceNotActiveException
-        || e instanceof TargetNotMemberException;
+    return e instanceof HazelcastClientOfflineException || e instanceof TargetNotMemberException;
   }
 
   private static StoreNotReachedException notSent(RuntimeException e) {
