@@ -49,7 +49,8 @@ public final class HazelcastStore extends Store {
    * {@code hazelcast://host:port[,host:port...][/cluster-name][?map=name]} (cluster name {@code dev}
    * and map {@link HazelcastRateLimiter#DEFAULT_MAP} unless given). The client starts without waiting
    * for the cluster and, while disconnected, fails calls at once (reconnect mode {@code ASYNC}), so a
-   * decision then follows the failure mode instead of waiting. {@code timeout} null keeps the limiter's default.
+   * decision then follows the failure mode instead of waiting; backups acknowledge to the owner, not
+   * the client. {@code timeout} null keeps the limiter's default.
    */
   public static HazelcastStore fromUrl(String url, Function<Policy, FailureMode> failureModes, Duration timeout) {
     Url u = Url.parse(url);
@@ -58,6 +59,10 @@ public final class HazelcastStore extends Store {
     config.getNetworkConfig().setAddresses(u.addresses);
     config.getConnectionStrategyConfig().setAsyncStart(true)
         .setReconnectMode(ClientConnectionStrategyConfig.ReconnectMode.ASYNC);
+    // The owner replies once its backups acknowledged, instead of the backups acknowledging to the client
+    // directly: a client not (yet) connected to a backup member would otherwise wait out the backup
+    // timeout (5 s) on every write whose backup is there (docs/hazelcast.md, "Setup").
+    config.setBackupAckToClientEnabled(false);
     HazelcastInstance client = HazelcastClient.newHazelcastClient(config);
     return new HazelcastStore(url, client, true, u.map, failureModes, timeout);
   }

@@ -105,6 +105,7 @@ final class Cluster implements AutoCloseable {
     c.setClusterName(name);
     c.setProperty("hazelcast.logging.type", "none");
     c.setProperty("hazelcast.phone.home.enabled", "false");
+    c.setBackupAckToClientEnabled(false); // as docs/hazelcast.md tells a client to
     for (int p = basePort; p < basePort + maxMembers; p++) {
       c.getNetworkConfig().addAddress("127.0.0.1:" + p);
     }

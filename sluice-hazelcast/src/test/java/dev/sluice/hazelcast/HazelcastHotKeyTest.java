@@ -72,7 +72,11 @@ class HazelcastHotKeyTest {
       assertThat(store.shared()).isTrue();
       assertThat(Cluster.await(Duration.ofSeconds(30), () -> store.probe() == null)).as("the store answers").isTrue();
       RateLimiter l = store.limiter(p, dev.sluice.RateLimitListener.NONE);
-      assertThat(l.tryAcquire("k", 2).allowed()).isTrue();
+      // The client starts without waiting for the cluster: until it has connected, decisions follow the failure mode.
+      assertThat(Cluster.await(Duration.ofSeconds(30), () -> l.peek("k").path() == dev.sluice.Path.PRIMARY))
+          .as("a peek decided on the store").isTrue();
+      Decision first = l.tryAcquire("k", 2);
+      assertThat(first.allowed()).as("%s", first).isTrue();
       assertThat(l.tryAcquire("k").reason()).isEqualTo(dev.sluice.Reason.LIMIT_EXCEEDED);
     }
   }
