@@ -27,8 +27,9 @@ import java.time.Duration;
  * <ul>
  *   <li><b>Instance.</b> An embedded member or a client ({@code HazelcastClient}). The entry processor
  *       runs on the members, so with a client the members need Sluice's classes ({@code sluice-core}
- *       and {@code sluice-hazelcast}) on their class path, or sent by user code deployment
- *       ({@code docs/hazelcast.md}).
+ *       and {@code sluice-hazelcast}) on their class path ({@code docs/hazelcast.md}). Build the client
+ *       with {@code setBackupAckToClientEnabled(false)}: otherwise a write whose backup member the
+ *       client is not connected to waits out Hazelcast's backup timeout (5 s).
  *   <li><b>Keys.</b> The state of {@code key} under policy {@code p} is the entry
  *       {@code StoredId.key(p, key)} (a SHA-256 id, never the raw key or policy name) of the map
  *       {@link #DEFAULT_MAP} unless {@link Builder#map(String)} names another. The value is Sluice's
