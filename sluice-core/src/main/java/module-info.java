@@ -5,9 +5,9 @@
 module dev.sluice.core {
   exports dev.sluice;
   // The reference model is the specification every backend is checked against (through the kit,
-  // sluice-tck); its scratch Outcome is mutable, so it is not API: only the kit and the SQL backend,
-  // which runs the model beside its statements, read it.
-  exports dev.sluice.model to dev.sluice.tck, dev.sluice.jdbc;
+  // sluice-tck); its scratch Outcome is mutable, so it is not API: only the kit and the backends that
+  // run the model themselves (SQL beside its statements, Hazelcast in its entry processor) read it.
+  exports dev.sluice.model to dev.sluice.tck, dev.sluice.jdbc, dev.sluice.hazelcast;
   exports dev.sluice.memory;
   exports dev.sluice.compose;
   exports dev.sluice.spi;
@@ -16,5 +16,6 @@ module dev.sluice.core {
   exports dev.sluice.testing;
   // Validation, stored ids and the pipeline parts shared by the backends and the application kernel
   // (which offers the front ends what they need of it as public API: Inputs, Keys, PolicyWords); not API.
-  exports dev.sluice.internal to dev.sluice.tck, dev.sluice.redis, dev.sluice.jdbc, dev.sluice.kernel;
+  exports dev.sluice.internal to dev.sluice.tck, dev.sluice.redis, dev.sluice.jdbc, dev.sluice.kernel,
+      dev.sluice.hazelcast;
 }

@@ -33,14 +33,16 @@ class ModuleTest {
     assertThat(Path.of("target/classes/dev/sluice/ManualTicker.class")).doesNotExist();
     assertThat(Path.of("target/classes/dev/sluice/testing/ManualTicker.class")).exists();
     assertThat(qualified).containsExactly("dev.sluice.internal", "dev.sluice.model");
-    // the reference model (with its mutable scratch Outcome) is read by the kit and the SQL backend only
+    // the reference model (with its mutable scratch Outcome) is read by the kit and the backends that run it (SQL, Hazelcast) only
     assertThat(d.exports()).filteredOn(e -> e.source().equals("dev.sluice.model"))
-        .singleElement().satisfies(e -> assertThat(e.targets()).containsExactlyInAnyOrder("dev.sluice.tck", "dev.sluice.jdbc"));
+        .singleElement().satisfies(e -> assertThat(e.targets())
+            .containsExactlyInAnyOrder("dev.sluice.tck", "dev.sluice.jdbc", "dev.sluice.hazelcast"));
     // the internals go to the modules that implement backends (and the kernel, which offers the
     // front ends what they need of them as public API), never to a front end
     assertThat(d.exports()).filteredOn(e -> e.source().equals("dev.sluice.internal"))
         .singleElement().satisfies(e -> assertThat(e.targets())
-            .containsExactlyInAnyOrder("dev.sluice.tck", "dev.sluice.redis", "dev.sluice.jdbc", "dev.sluice.kernel"));
+            .containsExactlyInAnyOrder("dev.sluice.tck", "dev.sluice.redis", "dev.sluice.jdbc", "dev.sluice.kernel",
+                "dev.sluice.hazelcast"));
     assertThat(d.requires()).allMatch(r -> r.name().equals("java.base"), "the core requires nothing but java.base");
   }
 
