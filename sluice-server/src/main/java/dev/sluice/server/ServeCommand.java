@@ -35,6 +35,11 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--redis", paramLabel = "URL", description = "Keep counts in Redis, e.g. redis://127.0.0.1:6379.")
   String redis;
 
+  @Option(names = "--redis-client", paramLabel = "CLIENT", defaultValue = "lettuce",
+      description = "The Redis client of --redis: lettuce (default, in the service jar), jedis or redisson (their "
+          + "sluice-redis-jedis / sluice-redis-redisson artifact on the class path).")
+  String redisClient;
+
   @Option(names = "--postgres", paramLabel = "URL",
       description = "Keep counts in PostgreSQL, e.g. jdbc:postgresql://127.0.0.1:5432/sluice?user=sluice.")
   String postgres;
@@ -150,6 +155,7 @@ final class ServeCommand implements Callable<Integer> {
     Durations.parse("--sweep-interval", sweepInterval);
     checkMemory(maxKeys, maxKeyLength);
     Envoy.headerFamilies(envoyHeaders);
+    redisFactory(redisClient);
   }
 
   /** A port flag's rule: 0 (a free port) to 65535. */
@@ -197,8 +203,9 @@ final class ServeCommand implements Callable<Integer> {
         .withMemory(maxKeys, maxKeyLength, Ticker.system())
         .withTable(postgresTable, Durations.parse("--sweep-interval", sweepInterval));
     if (redis != null) {
+      StoreFactory factory = redisFactory(redisClient);
       try {
-        return StoreFactory.named("redis").open(options.withUrl(redis));
+        return factory.open(options.withUrl(redis));
       } catch (IllegalArgumentException e) {
         throw new IllegalArgumentException("--redis " + e.getMessage(), e);
       }
@@ -217,6 +224,30 @@ final class ServeCommand implements Callable<Integer> {
       return StoreFactory.named("postgres").open(options.withUrl(postgres));
     }
     return StoreFactory.named("memory").open(options);
+  }
+
+  /**
+   * The kernel's store factory of {@code --redis-client}: {@code lettuce} is the kernel's own
+   * {@code redis}; {@code jedis} and {@code redisson} are the stores {@code redis-jedis} and
+   * {@code redis-redisson} their modules provide, found on the class path. Checked before anything
+   * starts, with or without {@code --redis}.
+   */
+  static StoreFactory redisFactory(String client) {
+    String c = client == null ? "null" : client.strip().toLowerCase(java.util.Locale.ROOT);
+    if (c.equals("lettuce")) {
+      return StoreFactory.REDIS;
+    }
+    if (!c.equals("jedis") && !c.equals("redisson")) {
+      throw new IllegalArgumentException("--redis-client '" + client + "' is unknown; use lettuce, jedis or redisson");
+    }
+    for (StoreFactory f : StoreFactory.all()) {
+      if (f.name().equals("redis-" + c)) {
+        return f;
+      }
+    }
+    throw new IllegalArgumentException("--redis-client " + c + " needs sluice-redis-" + c + " and its client on the class path"
+        + " (the service jar carries Lettuce only): java -cp sluice-server.jar:sluice-redis-" + c + ".jar:... "
+        + "dev.sluice.server.SluiceCli serve ...; or use --redis-client lettuce");
   }
 
   /** Logs the open failure mode's admissions, at most once per 10 seconds, so an outage does not flood the log. */

@@ -339,6 +339,31 @@ class StoreSwitchTest {
             + " and runs fixed-window, sliding-window, token-bucket and gcra: use one of those, or sliding-log on MemoryRateLimiter or Redis");
   }
 
+  /**
+   * Issue 29, item 2: {@code --redis-client jedis} runs the service on Jedis, the module and its client
+   * on the class path (as here, a test dependency); a client whose module is not there, or an unknown
+   * word, is refused at start naming what to do.
+   */
+  @Test void theServiceRunsOnTheRedisClientItIsGiven(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+    reachable("Redis", URI.create(REDIS).getHost(), URI.create(REDIS).getPort() < 0 ? 6379 : URI.create(REDIS).getPort());
+    try (ServeProcess p = ServeProcess.start(dir, "--config", "../examples/policies.yaml", "--port", "0", "--redis", REDIS,
+        "--redis-client", "jedis")) {
+      assertThat(p.lines()).anyMatch(l -> l.startsWith("sluice: store: ") && l.contains("redis-jedis"));
+      Http http = new Http(p.base);
+      String key = "jedis-" + suffix;
+      for (int i = 0; i < 5; i++) {
+        assertThat(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"" + key + "\"}").statusCode()).isEqualTo(200);
+      }
+      assertThat(http.post("/v1/acquire", "{\"policy\":\"login\",\"key\":\"" + key + "\"}").statusCode()).isEqualTo(429);
+      p.signal("TERM");
+      assertThat(p.exitStatus()).isZero();
+    }
+    assertThat(ServeProcessTest.runErr("serve", "--config", "../examples/policies.yaml", "--redis", REDIS, "--redis-client", "redisson"))
+        .startsWith("sluice: --redis-client redisson needs sluice-redis-redisson and its client on the class path");
+    assertThat(ServeProcessTest.runErr("serve", "--config", "../examples/policies.yaml", "--redis-client", "vertx"))
+        .isEqualTo("sluice: --redis-client 'vertx' is unknown; use lettuce, jedis or redisson");
+  }
+
   @Test void badStoreOptionsExitWith2() {
     assertThat(ServeProcessTest.runErr("serve", "--config", "../examples/policies.yaml", "--postgres", "postgres://u:secret@h/db"))
         .isEqualTo("sluice: --postgres postgres://u:***@h/db is not a PostgreSQL JDBC URL; write e.g."
