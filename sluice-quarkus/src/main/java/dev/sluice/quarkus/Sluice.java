@@ -38,7 +38,9 @@ import java.util.function.Function;
  * stops the application at start with a message naming the property, the value and the rule.
  *
  * <p>The clock is the system's, unless the application has a {@link Ticker} bean (a test's frozen
- * clock): the memory store decides on it and every verdict is rendered against it.
+ * clock): the memory store decides on it and every verdict is rendered against it. Every limiter
+ * reports to the application's {@link RateLimitListener} bean when it has one (sluice-micrometer's
+ * {@code RateLimitMetrics}, for meters).
  */
 @Singleton
 public class Sluice {
@@ -51,15 +53,16 @@ public class Sluice {
   private final Ticker ticker;
 
   @Inject
-  Sluice(SluiceConfig config, Instance<Ticker> tickers) {
+  Sluice(SluiceConfig config, Instance<Ticker> tickers, Instance<RateLimitListener> listeners) {
     this.ticker = tickers.isResolvable() ? tickers.get() : Ticker.system();
+    RateLimitListener listener = listeners.isResolvable() ? listeners.get() : RateLimitListener.NONE;
     List<Policy> policies = policies(config.policies());
     Function<Policy, FailureMode> failureModes = FailureModeWords.parse("sluice.failure-mode", config.failureMode(),
         (p, reason, cause) -> LOG.log(System.Logger.Level.WARNING, "rate-limit store failed for policy '" + p.name()
             + "' (" + reason + "); allowing under sluice.failure-mode=open", cause), config.maxKeys());
     this.store = open(config, failureModes, ticker);
     try {
-      this.table = new PolicyTable<>(store, policies, p -> null, a -> RateLimitListener.NONE);
+      this.table = new PolicyTable<>(store, policies, p -> null, a -> listener);
       this.rules = new HttpRules(config.http(), this::limiter, ticker);
     } catch (RuntimeException e) {
       store.close();

@@ -4,6 +4,7 @@ import static io.restassured.RestAssured.given;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.Decision;
+import dev.sluice.RateLimitListener;
 import dev.sluice.Ticker;
 import dev.sluice.http.HttpRateLimit;
 import dev.sluice.http.HttpVerdict;
@@ -19,6 +20,7 @@ import jakarta.ws.rs.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -32,7 +34,7 @@ class HttpRuleTest {
 
   @RegisterExtension
   static final QuarkusUnitTest APP = new QuarkusUnitTest()
-      .withApplicationRoot(jar -> jar.addClasses(Hello.class, FrozenClock.class))
+      .withApplicationRoot(jar -> jar.addClasses(Hello.class, FrozenClock.class, Refusals.class))
       .overrideConfigKey("quarkus.http.test-port", "0")
       .overrideConfigKey("sluice.policies[0].name", "api")
       .overrideConfigKey("sluice.policies[0].algorithm", "fixed-window")
@@ -54,6 +56,19 @@ class HttpRuleTest {
       return now;
     }
   }
+
+  /** The application's listener: every limiter reports to it. */
+  @Singleton
+  public static class Refusals implements RateLimitListener {
+    final AtomicInteger count = new AtomicInteger();
+
+    @Override public void onRefusal(Decision decision, String key) {
+      count.incrementAndGet();
+    }
+  }
+
+  @Inject
+  Refusals refusals;
 
   @Path("/hello")
   public static class Hello {
@@ -78,7 +93,9 @@ class HttpRuleTest {
           .header("X-RateLimit-Limit", String.valueOf(LIMIT))
           .header("X-RateLimit-Remaining", String.valueOf(LIMIT - i));
     }
+    int before = refusals.count.get();
     Response refused = given().header("X-Client", client).get("/hello/limited/a");
+    assertThat(refusals.count.get()).isEqualTo(before + 1); // the application's listener heard the refusal
     // The clock is frozen, so a peek at the key now is the refused request's decision, field for field.
     Decision d = sluice.limiter("api").peek(HttpRateLimit.normalize(Keys.header("X-Client", client)));
     assertThat(d.allowed()).isFalse();
