@@ -10,6 +10,8 @@ import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.net.SocketAddress;
 import io.vertx.ext.web.RoutingContext;
 import jakarta.enterprise.event.Observes;
+import org.eclipse.microprofile.config.Config;
+import org.eclipse.microprofile.config.ConfigProvider;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.security.Principal;
@@ -21,6 +23,8 @@ import java.util.concurrent.CompletableFuture;
  * every other route, that charges the first matching rule's policy on the limiter's async method (no
  * event-loop thread waits on a Redis round trip) and answers a refusal with {@link HttpVerdict}'s
  * status, headers and RFC 9457 body; an allowed request goes on with the limit headers set.
+ * Quarkus's own endpoints under the non-application root ({@code /q/...}: health, metrics) are never
+ * charged, whatever the rules say.
  */
 @Singleton
 public class SluiceRouteFilter {
@@ -28,10 +32,17 @@ public class SluiceRouteFilter {
   public static final int PRIORITY = 1000;
 
   private final Sluice sluice;
+  /** Quarkus's own endpoints ({@code /q/health}, ...): never charged, so a probe is never refused. */
+  private final String nonApplication;
 
   @Inject
   SluiceRouteFilter(Sluice sluice) {
     this.sluice = sluice;
+    Config config = ConfigProvider.getConfig();
+    String root = config.getOptionalValue("quarkus.http.root-path", String.class).orElse("/");
+    String q = config.getOptionalValue("quarkus.http.non-application-root-path", String.class).orElse("q");
+    String path = q.startsWith("/") ? q : (root.endsWith("/") ? root : root + "/") + q;
+    this.nonApplication = path.endsWith("/") ? path : path + "/";
   }
 
   void register(@Observes Filters filters) {
@@ -42,7 +53,12 @@ public class SluiceRouteFilter {
 
   void filter(RoutingContext rc) {
     HttpServerRequest request = rc.request();
-    HttpRules.Rule rule = sluice.rules().match(request.method().name(), request.path());
+    String path = request.path();
+    if (path == null || path.startsWith(nonApplication) || (path + "/").equals(nonApplication)) {
+      rc.next();
+      return;
+    }
+    HttpRules.Rule rule = sluice.rules().match(request.method().name(), path);
     if (rule == null) {
       rc.next();
       return;
