@@ -72,12 +72,27 @@ public final class JedisTransport implements RedisTransport {
 
   /** A transport over {@code jedis} with {@value #DEFAULT_THREADS} threads; closing it leaves {@code jedis} open. */
   public static JedisTransport of(UnifiedJedis jedis) {
-    return new JedisTransport(jedis, DEFAULT_THREADS);
+    return of(jedis, DEFAULT_THREADS);
   }
 
-  /** A transport over {@code jedis} sending on {@code threads} lanes (at most the client's pool size is useful). */
+  /**
+   * A transport over {@code jedis} sending on {@code threads} lanes (at most the client's pool size is
+   * useful). Sluice's scripts are loaded first ({@code SCRIPT LOAD}, which Jedis sends to every master
+   * of a Cluster), so that the first calls on a node do not meet {@code NOSCRIPT}: its reload sends
+   * the body again behind later calls of the same key, which would decide a burst out of its order.
+   * A server that does not answer yet is left to that reload.
+   */
   public static JedisTransport of(UnifiedJedis jedis, int threads) {
-    return new JedisTransport(jedis, threads);
+    JedisTransport t = new JedisTransport(jedis, threads);
+    try {
+      for (String body : RedisTransport.scripts()) {
+        jedis.scriptLoad(body);
+      }
+    } catch (RuntimeException e) {
+      System.getLogger(JedisTransport.class.getName()).log(System.Logger.Level.DEBUG,
+          "scripts not loaded now (NOSCRIPT will load them): " + e);
+    }
+    return t;
   }
 
   @Override public CompletableFuture<List<Object>> evalsha(String sha, String[] keys, String[] args) {
