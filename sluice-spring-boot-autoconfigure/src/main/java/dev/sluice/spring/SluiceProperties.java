@@ -15,7 +15,7 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * the store is chosen once for all of them; HTTP rules say which requests are charged to which
  * policy under which key.
  */
-@ConfigurationProperties(prefix = "sluice", ignoreUnknownFields = false)
+@ConfigurationProperties("sluice")
 public class SluiceProperties {
   /** Where budgets are kept. */
   public enum StoreType {

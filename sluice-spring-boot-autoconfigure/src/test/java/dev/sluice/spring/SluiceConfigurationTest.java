@@ -111,20 +111,6 @@ class SluiceConfigurationTest {
         .hasMessage("sluice.policies: policy #1 ('api'): unknown parameter 'windw'; fixed-window takes limit, window"));
   }
 
-  /** Issue 32: any other unknown {@code sluice.*} property stops the start too, named by Boot's binder. */
-  @Test void anUnknownSluicePropertyStopsTheStart() {
-    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.failure-modee=open")).run(ctx -> {
-      assertThat(ctx).hasFailed();
-      Throwable t = ctx.getStartupFailure();
-      while (t != null && !(t instanceof org.springframework.boot.context.properties.bind.UnboundConfigurationPropertiesException)) {
-        t = t.getCause();
-      }
-      assertThat(t).as("unbound property under %s", ctx.getStartupFailure()).isNotNull();
-      assertThat(((org.springframework.boot.context.properties.bind.UnboundConfigurationPropertiesException) t)
-          .getUnboundProperties()).extracting(p -> p.getName().toString()).containsExactly("sluice.failure-modee");
-    });
-  }
-
   /**
    * Issue 32: Sluice's configuration errors reached the operator as raw exceptions with stack traces
    * (a rule's wrapped in "Unable to start web server"). Boot's failure analysis now reports them: the
