@@ -79,6 +79,8 @@ public final class RateLimitInterceptor implements ServerInterceptor {
   private static final ExecutorService DEFAULT_EXECUTOR = Executors.newCachedThreadPool(new Daemons());
 
   private final Map<String, Rule> rules;
+  /** The {@code pkg.Service/*} rules by service name, so a call's lookup builds no pattern string. */
+  private final Map<String, Rule> serviceRules;
   private final GrpcKeyResolver keys;
   private final RateLimitHeaders families;
   private final Set<Status.Code> refundOn;
@@ -96,6 +98,13 @@ public final class RateLimitInterceptor implements ServerInterceptor {
       r.put(pattern, new Rule(pattern, limiter, t));
     });
     this.rules = Map.copyOf(r);
+    Map<String, Rule> services = new HashMap<>();
+    r.forEach((pattern, rule) -> {
+      if (pattern.endsWith("/*")) {
+        services.put(pattern.substring(0, pattern.length() - 2), rule);
+      }
+    });
+    this.serviceRules = Map.copyOf(services);
   }
 
   /** A builder; name at least one {@link Builder#limit limit}. */
@@ -116,7 +125,7 @@ public final class RateLimitInterceptor implements ServerInterceptor {
     Rule r = rules.get(fullMethodName);
     if (r == null) {
       String service = MethodDescriptor.extractFullServiceName(fullMethodName);
-      r = service == null ? null : rules.get(service + "/*");
+      r = service == null ? null : serviceRules.get(service);
     }
     return r != null ? r : rules.get("*");
   }

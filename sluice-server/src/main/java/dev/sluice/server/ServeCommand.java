@@ -240,14 +240,13 @@ final class ServeCommand implements Callable<Integer> {
     if (!c.equals("jedis") && !c.equals("redisson")) {
       throw new IllegalArgumentException("--redis-client '" + client + "' is unknown; use lettuce, jedis or redisson");
     }
-    for (StoreFactory f : StoreFactory.all()) {
-      if (f.name().equals("redis-" + c)) {
-        return f;
-      }
+    try {
+      return StoreFactory.named("redis-" + c);
+    } catch (IllegalArgumentException notOnTheClassPath) {
+      throw new IllegalArgumentException("--redis-client " + c + " needs sluice-redis-" + c + " and its client on the class path"
+          + " (the service jar carries Lettuce only): java -cp sluice-server.jar:sluice-redis-" + c + ".jar:... "
+          + "dev.sluice.server.SluiceCli serve ...; or use --redis-client lettuce", notOnTheClassPath);
     }
-    throw new IllegalArgumentException("--redis-client " + c + " needs sluice-redis-" + c + " and its client on the class path"
-        + " (the service jar carries Lettuce only): java -cp sluice-server.jar:sluice-redis-" + c + ".jar:... "
-        + "dev.sluice.server.SluiceCli serve ...; or use --redis-client lettuce");
   }
 
   /** Logs the open failure mode's admissions, at most once per 10 seconds, so an outage does not flood the log. */

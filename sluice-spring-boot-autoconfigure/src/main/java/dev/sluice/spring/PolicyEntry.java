@@ -12,9 +12,13 @@ import java.util.Map;
  * messages) is {@code PolicyWords}'s, the one definition the service uses too.
  */
 public class PolicyEntry {
-  /** The fields' names in Boot's uniform form (lower case, no dashes), as a property's last element reads. */
-  static final java.util.Set<String> FIELDS = java.util.Set.of("name", "algorithm", "limit", "window", "capacity",
-      "refilltokens", "refillperiod", "rate", "period", "burst");
+  /**
+   * The fields' names in Boot's uniform form (lower case, no dashes: {@code refilltokens}), as a
+   * property's last element reads; read off the fields themselves, so a new field is known at once.
+   */
+  static final java.util.Set<String> FIELDS = java.util.Arrays.stream(PolicyEntry.class.getDeclaredFields())
+      .filter(f -> !java.lang.reflect.Modifier.isStatic(f.getModifiers()))
+      .map(f -> f.getName().toLowerCase(java.util.Locale.ROOT)).collect(java.util.stream.Collectors.toUnmodifiableSet());
   private String name;
   private String algorithm;
   private Long limit;
