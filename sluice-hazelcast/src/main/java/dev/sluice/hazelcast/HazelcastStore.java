@@ -13,7 +13,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
 /**
@@ -97,18 +96,8 @@ public final class HazelcastStore extends Store {
 
   /** A read of an entry no budget uses (nothing decided, nothing counted), within the timeout. */
   @Override public String probe() {
-    try {
-      hazelcast.getMap(map).getAsync("sluice-probe").toCompletableFuture()
-          .get((timeout != null ? timeout : DEFAULT_PROBE_TIMEOUT).toNanos(), TimeUnit.NANOSECONDS);
-      return null;
-    } catch (TimeoutException e) {
-      return "timeout";
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return "store_unavailable";
-    } catch (Exception e) {
-      return "store_unavailable";
-    }
+    return probeAnswer(() -> hazelcast.getMap(map).getAsync("sluice-probe").toCompletableFuture()
+        .get((timeout != null ? timeout : DEFAULT_PROBE_TIMEOUT).toNanos(), TimeUnit.NANOSECONDS));
   }
 
   @Override public void check(List<Policy> policies) {

@@ -18,7 +18,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
 /**
@@ -125,19 +124,16 @@ public final class RedisStore extends Store {
 
   /** A PING on the store's own connection. */
   @Override public String probe() {
-    try {
+    return probeAnswer(() -> {
       StatefulConnection<String, String> c = aux();
       RedisFuture<String> pong = c instanceof StatefulRedisClusterConnection<String, String> cc ? cc.async().ping()
           : ((StatefulRedisConnection<String, String>) c).async().ping();
-      return "PONG".equals(pong.get(probeNanos(), TimeUnit.NANOSECONDS)) ? null : "store_unavailable";
-    } catch (TimeoutException e) {
-      return "timeout";
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return "store_unavailable";
-    } catch (Exception e) {
-      return "store_unavailable";
-    }
+      String reply = pong.get(probeNanos(), TimeUnit.NANOSECONDS);
+      if (!"PONG".equals(reply)) {
+        throw new IllegalStateException("PING answered " + reply);
+      }
+      return reply;
+    });
   }
 
   @Override public void close() {

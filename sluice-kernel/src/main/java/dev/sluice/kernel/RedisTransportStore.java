@@ -10,7 +10,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
 /**
@@ -71,17 +70,8 @@ public final class RedisTransportStore extends Store {
 
   /** A {@code DEL} of a key no limiter uses, within the store's timeout: it decides and counts nothing. */
   @Override public String probe() {
-    try {
-      transport.del(PROBE_KEY).get((timeout != null ? timeout : DEFAULT_PROBE_TIMEOUT).toNanos(), TimeUnit.NANOSECONDS);
-      return null;
-    } catch (TimeoutException e) {
-      return "timeout";
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return "store_unavailable";
-    } catch (Exception e) {
-      return "store_unavailable";
-    }
+    return probeAnswer(() -> transport.del(PROBE_KEY).get((timeout != null ? timeout : DEFAULT_PROBE_TIMEOUT).toNanos(),
+        TimeUnit.NANOSECONDS));
   }
 
   @Override public void close() {

@@ -54,6 +54,26 @@ public abstract class Store implements AutoCloseable {
     return null;
   }
 
+  /**
+   * A probe's answer for one store call, the rule every shared store's {@link #probe} follows: null
+   * when {@code call} returned; {@code timeout} when it threw {@link java.util.concurrent.TimeoutException}
+   * (its wait ran out); {@code store_unavailable} for anything else it threw (a refused connection, an
+   * error reply, an interrupt, which is kept).
+   */
+  protected static String probeAnswer(java.util.concurrent.Callable<?> call) {
+    try {
+      call.call();
+      return null;
+    } catch (java.util.concurrent.TimeoutException e) {
+      return DecisionWords.of(dev.sluice.Reason.TIMEOUT);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return DecisionWords.of(dev.sluice.Reason.STORE_UNAVAILABLE);
+    } catch (Exception e) {
+      return DecisionWords.of(dev.sluice.Reason.STORE_UNAVAILABLE);
+    }
+  }
+
   /** Fails fast, before any limiter is built, when a policy's algorithm is not supported by this store. */
   public void check(List<Policy> policies) {}
 
