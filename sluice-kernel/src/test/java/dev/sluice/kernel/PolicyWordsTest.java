@@ -12,7 +12,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** The policy shape over plain maps, as the Spring binder hands it (the YAML path is sluice-server's PolicyFileTest). */
-class PolicyShapeTest {
+class PolicyWordsTest {
   @Test void entriesOfEveryAlgorithmRoundTripThroughDescribe() {
     List<Policy> ps = PolicyWords.policies(List.of(
         Map.of("name", "login", "algorithm", "fixed-window", "limit", 5L, "window", "1m"),
