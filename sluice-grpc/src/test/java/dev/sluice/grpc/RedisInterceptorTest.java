@@ -90,10 +90,13 @@ class RedisInterceptorTest {
       assertThat(refused.getStatus().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
       Duration wait = retryDelay(refused);
       assertThat(wait).isPositive().isLessThanOrEqualTo(Duration.ofMinutes(1));
-      // Each decision completed on Lettuce's thread; each admitted call started on the executor. Its messages were
-      // requested only then, so they (and the handler) came on the server's own executor, as without the interceptor.
-      assertThat(echo.startThreads).extracting(Thread::getName).containsExactly("resume", "resume");
-      assertThat(echo.handlerThreads).extracting(Thread::getName).allMatch(n -> n.startsWith("grpc-default-executor"));
+      // A decision still on the way when interceptCall checked resumes the call on the executor; one Redis had
+      // already answered by then starts inline, on the server's executor. Neither ever starts on Lettuce's thread,
+      // and the handlers run on one of those two threads, never on the store client's.
+      assertThat(echo.startThreads).hasSize(2).extracting(Thread::getName)
+          .allMatch(n -> n.equals("resume") || n.startsWith("grpc-default-executor"));
+      assertThat(echo.handlerThreads).extracting(Thread::getName)
+          .allMatch(n -> n.equals("resume") || n.startsWith("grpc-default-executor"));
     } finally {
       resume.shutdownNow();
     }
@@ -177,10 +180,13 @@ class RedisInterceptorTest {
       assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("hi a");
       assertThat(decidedOn.get()).as("the store client's thread decided").isNotSameAs(eventLoop);
       assertThat(decidedOn.get().getName()).startsWith("lettuce-");
-      // The call started on the interceptor's executor, never the store client's thread; its messages then came
-      // on the server's executor, here the event loop (the server asked for a direct executor).
+      // The call started on the interceptor's executor, never the store client's thread. Its messages come either
+      // on the event loop (the server asked for a direct executor) or, when grpc-java's deframer delivers them
+      // inside the start's request(), on the executor's thread: which one is a race, the store client's never.
       assertThat(echo.startThreads.get(echo.startThreads.size() - 1).getName()).startsWith("sluice-grpc-");
-      assertThat(echo.handlerThreads.get(echo.handlerThreads.size() - 1)).isSameAs(eventLoop);
+      Thread handler = echo.handlerThreads.get(echo.handlerThreads.size() - 1);
+      assertThat(handler == eventLoop || handler.getName().startsWith("sluice-grpc-"))
+          .as("the handler ran on %s", handler.getName()).isTrue();
     }
   }
 
