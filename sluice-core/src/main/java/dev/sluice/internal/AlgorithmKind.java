@@ -190,6 +190,51 @@ public enum AlgorithmKind {
   }
 
   /**
+   * This kind's algorithm from its values in {@link #parameters()} order (periods in microseconds),
+   * checked by the record: an {@link IllegalArgumentException} naming the bad value otherwise.
+   */
+  public Algorithm algorithm(long... values) {
+    if (values.length != parameters.size()) {
+      throw new IllegalArgumentException(id + " takes " + parameters.size() + " values (" + parameterNames() + "), not " + values.length);
+    }
+    return build.apply(values.clone());
+  }
+
+  /**
+   * {@code a} as stored text, its kind's id and values: {@code token-bucket:100:10:1000000}. The one
+   * form a store that keeps an algorithm as text (an override) writes, read back by {@link #fromText}.
+   */
+  public static String text(Algorithm a) {
+    AlgorithmKind k = of(a);
+    StringBuilder b = new StringBuilder(k.id);
+    for (int i = 0; i < k.parameters.size(); i++) {
+      b.append(':').append(k.value(a, i));
+    }
+    return b.toString();
+  }
+
+  /**
+   * The algorithm {@link #text} wrote; an {@link IllegalArgumentException} for anything else (a
+   * store's value Sluice did not write), naming the value.
+   */
+  public static Algorithm fromText(String text) {
+    String[] parts = text == null ? new String[0] : text.split(":", -1);
+    AlgorithmKind k = parts.length == 0 ? null : find(parts[0]);
+    if (k == null || parts.length != k.parameters.size() + 1) {
+      throw new IllegalArgumentException("'" + text + "' is not an algorithm as Sluice stores one (<kind>:<values>)");
+    }
+    long[] v = new long[parts.length - 1];
+    for (int i = 0; i < v.length; i++) {
+      String d = parts[i + 1];
+      if (d.isEmpty() || d.length() > 16 || !d.chars().allMatch(c -> c >= '0' && c <= '9')) {
+        throw new IllegalArgumentException("'" + text + "' is not an algorithm as Sluice stores one: value '" + d + "'");
+      }
+      v[i] = Long.parseLong(d);
+    }
+    return k.algorithm(v);
+  }
+
+  /**
    * This kind's algorithm of {@code rate} permits per {@code period} with up to {@code burstPermits} at
    * once; a kind without a burst of its own ({@link #hasBurst()}) ignores {@code burstPermits}.
    */

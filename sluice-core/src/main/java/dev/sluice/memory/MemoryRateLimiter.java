@@ -9,6 +9,7 @@ import dev.sluice.Algorithm;
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
 import dev.sluice.FailureMode;
+import dev.sluice.KeyOverrides;
 import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Reason;
@@ -22,6 +23,7 @@ import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import dev.sluice.model.SlidingLogState;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -82,7 +84,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Why one file of this size: the check's hot path reads the table's scan schedule and counts as
  * fields of this class; the entry lock, which needs no such field, is {@link EntryLock}.
  */
-public final class MemoryRateLimiter implements ClockedRateLimiter {
+public final class MemoryRateLimiter implements ClockedRateLimiter, KeyOverrides {
   /** Default cap on tracked keys. */
   public static final int DEFAULT_MAX_KEYS = 10_000;
   /** Default cap on key length, in UTF-16 code units. */
@@ -114,6 +116,10 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
   private final AtomicLong tableVisits = new AtomicLong();
   /** What {@link #insert} returns when the table went with its last entry before the new one was put. */
   private static final Object TABLE_GONE = new Object();
+  /** The keys' overrides ({@link KeyOverrides}): a budget (policy name, key) to the policy that decides it. */
+  private final ConcurrentHashMap<Budget, Policy> overrides = new ConcurrentHashMap<>();
+  /** Set by the first override and never cleared: a limiter that never had one tests this one field per decision. */
+  private volatile boolean overriding;
 
   private MemoryRateLimiter(Builder b) {
     this.policy = b.policy;
@@ -187,7 +193,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     if (permits < 1 || permits > p.algorithm().limit()) {
       Checks.permits(permits, p.algorithm().limit(), p.name());
     }
-    Decision d = acquire(p, key, permits, now);
+    Decision d = acquire(overriding ? effective(p, key) : p, key, permits, now);
     if (listening) {
       listener.onDecision(d, key);
     }
@@ -249,7 +255,7 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
    * {@link Decision}, no {@link Ticket} (so nothing to refund). For hot paths that need only the verdict.
    */
   @Override public boolean tryConsume(String key, long permits) {
-    if (listening || key == null || permits < 1 || permits > policy.algorithm().limit()) {
+    if (listening || overriding || key == null || permits < 1 || permits > policy.algorithm().limit()) {
       return tryAcquire(key, permits, policy).allowed();
     }
     if (defaultTable.policy != policy) {
@@ -321,6 +327,9 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
 
   @Override public Decision peekAt(String key, Policy p, long now) {
     Checks.key(key, maxKeyLength);
+    if (overriding) {
+      p = effective(Checks.notNull("policy", p), key);
+    }
     if (!Checks.validClock(now)) {
       return Decision.refused(p, Reason.INVALID_CLOCK, 0, 0, 0);
     }
@@ -468,7 +477,8 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
 
   @Override public void reset(String key, Policy p) {
     Checks.key(key, maxKeyLength);
-    Table t = tables.get(TableKey.of(Checks.notNull("policy", p)));
+    Checks.notNull("policy", p);
+    Table t = tables.get(TableKey.of(overriding ? effective(p, key) : p)); // the override stays; the count goes
     if (t == null) {
       return;
     }
@@ -619,6 +629,39 @@ public final class MemoryRateLimiter implements ClockedRateLimiter {
     long at = Math.max(earliest, lastScanAt + RECLAIM_FLOOR_MICROS);
     return Decision.refused(p, Reason.KEY_TABLE_FULL, 0, at, at - now);
   }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>In memory an override is this limiter's alone (another instance has counts of its own), kept
+   * until cleared, outside {@code maxKeys}. Its budget is the same entry as the caller's policy's when
+   * the algorithm is the same, so the count carries over both ways.
+   */
+  @Override public void override(String key, Policy policy) {
+    Checks.key(key, maxKeyLength);
+    Checks.notNull("policy", policy);
+    overriding = true;
+    overrides.put(new Budget(policy.name(), key), policy);
+  }
+
+  @Override public boolean clearOverride(String key, Policy policy) {
+    Checks.key(key, maxKeyLength);
+    return overrides.remove(new Budget(Checks.notNull("policy", policy).name(), key)) != null;
+  }
+
+  @Override public Optional<Policy> overrideOf(String key, Policy policy) {
+    Checks.key(key, maxKeyLength);
+    return Optional.ofNullable(overrides.get(new Budget(Checks.notNull("policy", policy).name(), key)));
+  }
+
+  /** The policy that decides {@code key} under {@code p}'s name: its override, else {@code p}. */
+  private Policy effective(Policy p, String key) {
+    Policy o = key == null ? null : overrides.get(new Budget(p.name(), key));
+    return o == null ? p : o;
+  }
+
+  /** A budget: a policy's name and a key. */
+  private record Budget(String name, String key) {}
 
   /**
    * Keeps {@code key}'s budget under {@code policy} outside {@code maxKeys}: its entry takes no place

@@ -38,6 +38,13 @@ import java.util.List;
  * <pre>
  *   s1|fixed-window|1767225600000000|3|0|1767225600250000;0f1e2d3c4b5a69788796a5b4c3d2e1f0@1767225602000000
  * </pre>
+ * A key with an override ({@link dev.sluice.KeyOverrides}) carries it between the state and the
+ * tickets, {@code !<algorithm as AlgorithmKind.text writes it>}; its state is then the override's
+ * algorithm's, and may be all zeros (an override set on a key that has no count yet):
+ * <pre>
+ *   s1|token-bucket|0|0|0|1767225600250000!token-bucket:5:1:1000000
+ * </pre>
+ * A record with an override keeps fewer spent tickets ({@link #room}), and never expires.
  * Anything else, including extra or missing fields, whitespace or a sign, is malformed and is refused
  * with {@code Reason.CORRUPT_STATE}: a record Sluice did not write is never trusted.
  */
@@ -55,6 +62,8 @@ final class StateFormat {
   static final int MAX_LENGTH = 18 + 4 * 16 + 3;
 
   private static final int SPENT_ENTRY = 1 + 32 + 1 + 16;
+  /** Longest override section: "!sliding-window" and three 16-digit values with their colons. */
+  static final int OVERRIDE_LENGTH = 15 + 3 * 17;
   /**
    * Most live spent tickets one record keeps, as many as fit a value of
    * {@link dev.sluice.spi.VersionedStore#MAX_VALUE_LENGTH} after the longest state (3): past it the
@@ -72,9 +81,41 @@ final class StateFormat {
 
   /** The record's value with {@code spent} ({@link #spentTail} form, possibly empty) after the state. */
   static String encode(Algorithm alg, long[] st, long writtenAt, String spent) {
-    return new StringBuilder(96 + spent.length()).append(VERSION_TAG).append('|').append(alg.id())
+    return encode(alg, st, writtenAt, null, spent);
+  }
+
+  /**
+   * The record's value with the key's {@code override} (null: none) and {@code spent} after the state.
+   */
+  static String encode(Algorithm alg, long[] st, long writtenAt, Algorithm override, String spent) {
+    StringBuilder b = new StringBuilder(96 + spent.length()).append(VERSION_TAG).append('|').append(alg.id())
         .append('|').append(st[0]).append('|').append(st[1]).append('|').append(st[2])
-        .append('|').append(writtenAt).append(spent).toString();
+        .append('|').append(writtenAt);
+    if (override != null) {
+      b.append('!').append(AlgorithmKind.text(override));
+    }
+    return b.append(spent).toString();
+  }
+
+  /**
+   * The override a value carries, null when none; an {@link IllegalArgumentException} when its section
+   * is not one Sluice wrote (the caller reports the record corrupt).
+   */
+  static Algorithm override(String value) {
+    int bang = value == null ? -1 : value.indexOf('!');
+    if (bang < 0) {
+      return null;
+    }
+    int semi = value.indexOf(';', bang);
+    return AlgorithmKind.fromText(value.substring(bang + 1, semi < 0 ? value.length() : semi));
+  }
+
+  /**
+   * How many spent tickets a record whose value before them is {@code head} characters long can keep:
+   * {@link #MAX_SPENT}, fewer behind an override, within {@link dev.sluice.spi.VersionedStore#MAX_VALUE_LENGTH}.
+   */
+  static int room(int head) {
+    return Math.max(1, Math.min(MAX_SPENT, (dev.sluice.spi.VersionedStore.MAX_VALUE_LENGTH - head) / SPENT_ENTRY));
   }
 
   /** The spent tickets of a well-formed value: from its first {@code ';'} on, or empty. */
@@ -98,6 +139,11 @@ final class StateFormat {
    * when {@link #MAX_SPENT} live tickets are kept already, the one whose life ends first makes room.
    */
   static String spend(String tail, String id, long ends, long now) {
+    return spend(tail, id, ends, now, MAX_SPENT);
+  }
+
+  /** {@link #spend} keeping at most {@code keep} tickets ({@link #room}). */
+  static String spend(String tail, String id, long ends, long now, int keep) {
     List<String> live = new ArrayList<>(MAX_SPENT + 1);
     int earliest = -1;
     long earliestEnd = Long.MAX_VALUE;
@@ -114,8 +160,18 @@ final class StateFormat {
       }
       p = end;
     }
-    if (live.size() >= MAX_SPENT) {
+    while (live.size() >= keep) {
       live.remove(earliest);
+      earliest = 0;
+      earliestEnd = Long.MAX_VALUE;
+      for (int i = 0; i < live.size(); i++) {
+        String entry = live.get(i);
+        long e = parse(entry, 34, entry.length());
+        if (e < earliestEnd) {
+          earliestEnd = e;
+          earliest = i;
+        }
+      }
     }
     StringBuilder b = new StringBuilder(tail.length() + SPENT_ENTRY);
     live.forEach(b::append);
@@ -170,6 +226,22 @@ final class StateFormat {
       }
       value = value.substring(0, semi);
     }
+    boolean overridden = false;
+    int bang = value == null ? -1 : value.indexOf('!');
+    if (bang >= 0) {
+      if (value.length() - bang > OVERRIDE_LENGTH) {
+        return MALFORMED;
+      }
+      try {
+        if (!AlgorithmKind.of(AlgorithmKind.fromText(value.substring(bang + 1))).fixedSize()) {
+          return MALFORMED;
+        }
+      } catch (IllegalArgumentException notOurs) {
+        return MALFORMED;
+      }
+      overridden = true;
+      value = value.substring(0, bang);
+    }
     if (value == null || value.length() > MAX_LENGTH || !value.startsWith("s1|")) {
       return MALFORMED;
     }
@@ -202,7 +274,8 @@ final class StateFormat {
       p = end + 1;
     }
     boolean sliding = kind == AlgorithmKind.SLIDING_WINDOW;
-    if ((!sliding && (s0 == 0 || s2 != 0)) || w == 0) {
+    boolean absent = overridden && s0 == 0 && s1 == 0 && s2 == 0; // an override on a key with no count yet
+    if ((!sliding && !absent && (s0 == 0 || s2 != 0)) || w == 0) {
       return MALFORMED;
     }
     meta[0] = w;

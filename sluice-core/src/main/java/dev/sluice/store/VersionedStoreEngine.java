@@ -5,6 +5,7 @@ import dev.sluice.Policy;
 import dev.sluice.RateLimitListener;
 import dev.sluice.Ticker;
 import dev.sluice.Ticket;
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.ModelSteps;
 import dev.sluice.internal.StoredId;
@@ -87,11 +88,10 @@ final class VersionedStoreEngine implements Backend<Policy> {
    * and a peek write nothing.
    */
   @Override public StepResult step(Policy p, Step step, String key, long permits, Ticket ticket, long now, long deadline) {
-    Algorithm alg = p.algorithm();
     long stamp = ticket == null ? 0 : ticket.stamp();
     Outcome out = new Outcome();
     StepResult[] r = new StepResult[1];
-    casLoop(p, key, now, deadline, ticket, r, (st, spent) -> {
+    casLoop(p, key, now, deadline, ticket, r, (alg, st, spent) -> {
       if (spent) { // this ticket was applied already (a retry after an unknown outcome): no effect
         ReferenceModel.peek(alg, st, now, out);
         r[0] = StepResult.decided(out.allowed(), out.remaining(), out.resetAt(), out.retryAfter(), 0, false);
@@ -115,10 +115,9 @@ final class VersionedStoreEngine implements Backend<Policy> {
    * whole batch on the state that won.
    */
   @Override public StepResult[] stepBatch(Policy p, String scope, String key, long[] permits, long now, long deadline) {
-    Algorithm alg = p.algorithm();
     Outcome out = new Outcome();
     StepResult[] rs = new StepResult[permits.length];
-    casLoop(p, key, now, deadline, null, rs, (st, spent) -> {
+    casLoop(p, key, now, deadline, null, rs, (alg, st, spent) -> {
       boolean wrote = false;
       for (int i = 0; i < permits.length; i++) {
         ReferenceModel.acquire(alg, st, now, permits[i], out);
@@ -131,11 +130,11 @@ final class VersionedStoreEngine implements Backend<Policy> {
   }
 
   /**
-   * Runs the model on a record's state; fills the results; true when it changed the state.
-   * {@code spent}: the step's ticket is recorded as applied already.
+   * Runs the model of {@code alg} (the call's, or the key's override) on a record's state; fills the
+   * results; true when it changed the state. {@code spent}: the step's ticket is recorded as applied already.
    */
   private interface ModelRun {
-    boolean run(long[] state, boolean spent);
+    boolean run(Algorithm alg, long[] state, boolean spent);
   }
 
   /**
@@ -145,7 +144,6 @@ final class VersionedStoreEngine implements Backend<Policy> {
    */
   private void casLoop(Policy p, String key, long now, long deadline, Ticket ticket, StepResult[] results, ModelRun run) {
     boolean refund = ticket != null;
-    Algorithm alg = p.algorithm();
     String partition = partition(p);
     String id = StoredId.key(p.name(), key);
     long[] st = new long[ReferenceModel.STATE_SIZE];
@@ -158,6 +156,16 @@ final class VersionedStoreEngine implements Backend<Policy> {
         // Nothing was written yet: a refund or settlement that fails here can be retried.
         throw refund ? new StoreNotReachedException("could not read the record", e) : e;
       }
+      Algorithm override;
+      try {
+        override = rec == null ? null : StateFormat.override(rec.value());
+      } catch (IllegalArgumentException notOurs) {
+        Arrays.fill(results, StepResult.corrupt("record " + id + " carries an override Sluice did not write"));
+        return;
+      }
+      // The key's override decides, whatever the caller passed (KeyOverrides); the results say so.
+      Policy by = override == null || override.equals(p.algorithm()) ? p : new Policy(p.name(), override);
+      Algorithm alg = by.algorithm();
       StepResult bad = load(alg, rec, id, now, st, meta);
       if (bad != null) {
         Arrays.fill(results, bad);
@@ -166,15 +174,24 @@ final class VersionedStoreEngine implements Backend<Policy> {
       // A ticket's id is written in the same compare-and-set that applies it (issue 26), and kept
       // (the record with it) until the ticket's life ends: a retry finds it and changes nothing.
       String spent = rec == null ? "" : StateFormat.spentTail(rec.value());
-      if (!run.run(st, ticket != null && StateFormat.spent(spent, ticket.id(), now))) {
+      boolean wrote = run.run(alg, st, ticket != null && StateFormat.spent(spent, ticket.id(), now));
+      if (by != p) {
+        for (int i = 0; i < results.length; i++) {
+          results[i] = results[i].failure() != null ? results[i] : results[i].decidedBy(by);
+        }
+      }
+      if (!wrote) {
         return;
       }
+      long writtenAt = rec == null ? now : Math.max(now, meta[0]);
       if (ticket != null) {
-        spent = StateFormat.spend(spent, ticket.id(), ModelSteps.ticketExpiresAt(ticket), now);
+        int head = StateFormat.encode(alg, st, writtenAt, override, "").length();
+        spent = StateFormat.spend(spent, ticket.id(), ModelSteps.ticketExpiresAt(ticket), now, StateFormat.room(head));
       }
       long expected = rec == null ? VersionedStore.ABSENT : rec.version();
-      String value = StateFormat.encode(alg, st, rec == null ? now : Math.max(now, meta[0]), spent);
-      long expiresAt = Math.max(ReferenceModel.expiresAt(alg, st), StateFormat.latestEnd(spent));
+      String value = StateFormat.encode(alg, st, writtenAt, override, spent);
+      long expiresAt = override != null ? Checks.MAX_CLOCK // configuration: never expires
+          : Math.max(ReferenceModel.expiresAt(alg, st), StateFormat.latestEnd(spent));
       if (cas(p, partition, id, expected, value, expiresAt, deadline)) {
         return;
       }
@@ -189,13 +206,93 @@ final class VersionedStoreEngine implements Backend<Policy> {
     return ModelSteps.of(out);
   }
 
-  /** Deletes {@code key}'s record under {@code p}, whatever it holds, retrying a lost race. */
+  /**
+   * Sets ({@code override} non-null) or clears {@code key}'s override under {@code p.name()} by a
+   * compare-and-set on its record, retrying a lost race: the count is kept when the algorithm stays
+   * the same, else the key starts afresh. Returns whether the record had an override.
+   */
+  boolean setOverride(Policy p, String key, Algorithm override) {
+    long now = ticker.nowMicros();
+    if (!Checks.validClock(now)) {
+      throw new IllegalStateException("clock reading " + now + " us is not plausible (it must be in 1..2^52 - 2^49)");
+    }
+    long deadline = pause.nanoTime() + timeoutNanos;
+    String partition = partition(p);
+    String id = StoredId.key(p.name(), key);
+    for (int attempt = 0; ; attempt++) {
+      StoredRecord rec = read(p, partition, id, deadline);
+      Algorithm had;
+      try {
+        had = rec == null ? null : StateFormat.override(rec.value());
+      } catch (IllegalArgumentException notOurs) {
+        throw new StoreException("record " + id + " carries an override Sluice did not write; reset the key first");
+      }
+      if (override == null && had == null) {
+        return false;
+      }
+      // The state under the algorithm that decides from now on: kept when it is the one that decided so far.
+      Algorithm before = had != null ? had : p.algorithm();
+      Algorithm after = override != null ? override : p.algorithm();
+      long[] st = new long[ReferenceModel.STATE_SIZE];
+      long[] meta = {now};
+      boolean keep = rec != null && AlgorithmKind.of(before) == AlgorithmKind.of(after)
+          && StateFormat.decode(after, rec.value(), st, meta) == StateFormat.OK;
+      if (!keep) {
+        st = new long[ReferenceModel.STATE_SIZE];
+      }
+      String spent = rec == null ? "" : StateFormat.spentTail(rec.value());
+      long writtenAt = Math.max(now, meta[0]);
+      long expected = rec == null ? VersionedStore.ABSENT : rec.version();
+      boolean done;
+      if (override == null && (!keep || Math.max(ReferenceModel.expiresAt(after, st), StateFormat.latestEnd(spent)) <= now)) {
+        done = delete(p, partition, id, expected, deadline); // cleared, and no count left that matters
+      } else {
+        long expiresAt = override != null ? Checks.MAX_CLOCK // configuration: never expires
+            : Math.max(ReferenceModel.expiresAt(after, st), StateFormat.latestEnd(spent));
+        done = cas(p, partition, id, expected, StateFormat.encode(after, st, writtenAt, override, spent), expiresAt, deadline);
+      }
+      if (done) {
+        return had != null;
+      }
+      if (attempt >= maxRetries || !backoff(attempt, deadline)) {
+        throw new StoreException("override gave up after " + (attempt + 1) + " conflicting writes");
+      }
+    }
+  }
+
+  /** {@code key}'s override under {@code p.name()}, or null. */
+  Algorithm override(Policy p, String key) {
+    String id = StoredId.key(p.name(), key);
+    StoredRecord rec = read(p, partition(p), id, pause.nanoTime() + timeoutNanos);
+    try {
+      return rec == null ? null : StateFormat.override(rec.value());
+    } catch (IllegalArgumentException notOurs) {
+      throw new StoreException("record " + id + " carries an override Sluice did not write", notOurs);
+    }
+  }
+
+  /**
+   * Deletes {@code key}'s record under {@code p}, whatever it holds, retrying a lost race; a record
+   * with an override keeps only the override (configuration), its count gone.
+   */
   @Override public void delete(Policy p, String key, long deadline) {
     String partition = partition(p);
     String id = StoredId.key(p.name(), key);
     for (int attempt = 0; ; attempt++) {
       StoredRecord rec = read(p, partition, id, deadline);
-      if (rec == null || delete(p, partition, id, rec.version(), deadline)) {
+      Algorithm override;
+      try {
+        override = rec == null ? null : StateFormat.override(rec.value());
+      } catch (IllegalArgumentException notOurs) {
+        override = null; // a record Sluice did not write: deleted, as any malformed record is
+      }
+      if (rec == null) {
+        return;
+      }
+      boolean done = override == null ? delete(p, partition, id, rec.version(), deadline)
+          : cas(p, partition, id, rec.version(), StateFormat.encode(override, new long[ReferenceModel.STATE_SIZE],
+              Math.max(1, ticker.nowMicros()), override, ""), Checks.MAX_CLOCK, deadline);
+      if (done) {
         return;
       }
       if (attempt >= maxRetries || !backoff(attempt, deadline)) {

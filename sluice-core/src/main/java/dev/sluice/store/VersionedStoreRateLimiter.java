@@ -1,7 +1,9 @@
 package dev.sluice.store;
 
+import dev.sluice.Algorithm;
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
+import dev.sluice.KeyOverrides;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Refund;
@@ -17,6 +19,7 @@ import dev.sluice.spi.StoreRateLimiter;
 import dev.sluice.spi.StoreTimeoutException;
 import dev.sluice.spi.VersionedStore;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -78,7 +81,7 @@ import java.util.concurrent.locks.LockSupport;
  * <p>This file is over 500 lines because it is a public face plus its public nested {@code Builder}
  * (API, so it stays nested); the step itself is the compare-and-set loop, one method.
  */
-public final class VersionedStoreRateLimiter extends ForwardingStoreRateLimiter implements ClockedRateLimiter {
+public final class VersionedStoreRateLimiter extends ForwardingStoreRateLimiter implements ClockedRateLimiter, KeyOverrides {
 
   /** Default per-call deadline. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofMillis(500);
@@ -135,6 +138,35 @@ public final class VersionedStoreRateLimiter extends ForwardingStoreRateLimiter 
 
   @Override public Settlement settleAt(Ticket ticket, long actualPermits, long nowMicros) {
     return Pipelines.of(limiter()).settleAt(limiter(), ticket, actualPermits, nowMicros);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Per-key overrides
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Kept in the key's record, beside its state (one read per decision still): a record with an
+   * override never expires and no sweep deletes it, and it keeps {@code StateFormat.MAX_SPENT - 1}
+   * applied tickets instead of {@code StateFormat.MAX_SPENT} (its value is longer).
+   *
+   * @throws dev.sluice.spi.StoreException when the store fails or keeps losing the compare-and-set
+   */
+  @Override public void override(String key, Policy policy) {
+    Checks.key(key);
+    engine.setOverride(VersionedStoreEngine.CAPABILITIES.require(Checks.notNull("policy", policy)), key, policy.algorithm());
+  }
+
+  @Override public boolean clearOverride(String key, Policy policy) {
+    Checks.key(key);
+    return engine.setOverride(Checks.notNull("policy", policy), key, null);
+  }
+
+  @Override public Optional<Policy> overrideOf(String key, Policy policy) {
+    Checks.key(key);
+    Algorithm a = engine.override(Checks.notNull("policy", policy), key);
+    return a == null ? Optional.empty() : Optional.of(a.equals(policy.algorithm()) ? policy : new Policy(policy.name(), a));
   }
 
   // ---------------------------------------------------------------------------------------------

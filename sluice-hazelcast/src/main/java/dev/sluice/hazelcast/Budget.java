@@ -22,13 +22,24 @@ final class Budget implements Serializable {
   final long s2;
   /** Spent tickets, {@value #SPENT_WORDS} words each; never null. */
   final long[] spent;
+  /**
+   * The budget's override ({@code dev.sluice.KeyOverrides}): {@link Wire#kind} and the three numbers
+   * of the algorithm that decides it, whatever the caller passes; null when it has none (and in an
+   * entry written before overrides existed, which Java serialization reads without the field).
+   */
+  final long[] override;
 
   Budget(int kind, long[] st, long[] spent) {
+    this(kind, st, spent, null);
+  }
+
+  Budget(int kind, long[] st, long[] spent, long[] override) {
     this.kind = kind;
     this.s0 = st[0];
     this.s1 = st[1];
     this.s2 = st[2];
     this.spent = spent;
+    this.override = override;
   }
 
   /** Copies the state into {@code st} when it is of {@code kind}; another algorithm's state counts as absent. */

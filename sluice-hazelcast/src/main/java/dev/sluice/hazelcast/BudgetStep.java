@@ -10,6 +10,7 @@ import dev.sluice.internal.Checks;
 import dev.sluice.model.Outcome;
 import dev.sluice.model.ReferenceModel;
 import java.io.Serializable;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -25,7 +26,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Answers a {@code long[]}: {@code {status, allowed, remaining, resetAt, retryAfter, stamp, wrote}}
  * per decision (status 0 decided, 1 corrupt state, 2 invalid clock); a batch answers seven per
- * request, or one failure for all of them. Serialized with Java serialization.
+ * request, or one failure for all of them. A budget with an override is decided by it, whatever
+ * algorithm the step carries, and its reply ends with the override (kind and three numbers).
+ * Serialized with Java serialization.
  */
 final class BudgetStep implements EntryProcessor<String, Object, long[]>, HazelcastInstanceAware, Serializable {
   private static final long serialVersionUID = 1L;
@@ -35,6 +38,14 @@ final class BudgetStep implements EntryProcessor<String, Object, long[]>, Hazelc
   static final byte REFUND = 'r';
   static final byte OVERRUN = 'o';
   static final byte BATCH = 'b';
+  /** Sets the budget's override to this step's algorithm ({@code dev.sluice.KeyOverrides}); answers {had}. */
+  static final byte SET_OVERRIDE = 'S';
+  /** Clears the budget's override; answers {had}. */
+  static final byte CLEAR_OVERRIDE = 'C';
+  /** Reads the budget's override: its kind and three numbers, or nothing. */
+  static final byte GET_OVERRIDE = 'G';
+  /** Forgets the budget's count (a reset): removes the entry, or keeps only its override. */
+  static final byte RESET = 'R';
 
   static final int FIELDS = 7;
   static final long DECIDED = 0;
@@ -71,6 +82,8 @@ final class BudgetStep implements EntryProcessor<String, Object, long[]>, Hazelc
   /** What the owner wrote, for its backups; null when it wrote nothing. */
   private transient Budget written;
   private transient long writtenTtlMillis;
+  /** Whether the owner removed the entry (an override cleared from a budget with nothing left). */
+  private transient boolean removed;
 
   BudgetStep(byte op, int kind, long[] numbers, long now, long permits, long[] batch, long stamp, long ticketHi,
              long ticketLo, long ticketEnd, long graceMillis) {
@@ -112,7 +125,26 @@ final class BudgetStep implements EntryProcessor<String, Object, long[]>, Hazelc
       return failure(CORRUPT); // not a value Sluice wrote: never trusted, never overwritten
     }
     Budget b = (Budget) value;
-    Algorithm alg = Wire.algorithm(kind, n0, n1, n2);
+    if (op == SET_OVERRIDE || op == CLEAR_OVERRIDE || op == GET_OVERRIDE) {
+      return override(entry, b, at);
+    }
+    if (op == RESET) {
+      if (b != null && b.override != null) { // the override is configuration: it stays, the count goes
+        write(entry, new Budget((int) b.override[0], new long[ReferenceModel.STATE_SIZE], new long[0], b.override), NEVER);
+      } else if (b != null) {
+        removed = true;
+        entry.setValue(null);
+      }
+      return new long[0];
+    }
+    long[] ov = b == null ? null : b.override;
+    int kind = ov == null ? this.kind : (int) ov[0]; // the key's override decides, whatever the step carries
+    Algorithm alg;
+    try {
+      alg = ov == null ? Wire.algorithm(kind, n0, n1, n2) : Wire.algorithm(kind, ov[1], ov[2], ov[3]);
+    } catch (IllegalArgumentException notOurs) {
+      return failure(CORRUPT);
+    }
     long[] st = new long[ReferenceModel.STATE_SIZE];
     if (b != null) {
       b.load(kind, st);
@@ -138,7 +170,7 @@ final class BudgetStep implements EntryProcessor<String, Object, long[]>, Hazelc
         // applied already (a retry after an unknown outcome), or past its life: no effect
         ReferenceModel.peek(alg, st, at, out);
         return out.corrupt() || out.invalidClock() ? reply(out)
-            : new long[] {DECIDED, out.allowed() ? 1 : 0, out.remaining(), out.resetAt(), out.retryAfter(), 0, 0};
+            : withOverride(new long[] {DECIDED, out.allowed() ? 1 : 0, out.remaining(), out.resetAt(), out.retryAfter(), 0, 0}, ov);
       }
       switch (op) {
         case ACQUIRE -> ReferenceModel.acquire(alg, st, at, permits, out);
@@ -155,11 +187,64 @@ final class BudgetStep implements EntryProcessor<String, Object, long[]>, Hazelc
     if (wrote) {
       spent = Budget.live(spent, at);
       long ends = Math.max(ReferenceModel.expiresAt(alg, st), Budget.latestEnd(spent));
-      written = new Budget(kind, st, spent);
-      writtenTtlMillis = ttlMillis(ends - at, graceMillis);
-      ((ExtendedMapEntry<String, Object>) entry).setValue(written, writtenTtlMillis, TimeUnit.MILLISECONDS);
+      write(entry, new Budget(kind, st, spent, ov), ov != null ? NEVER : ttlMillis(ends - at, graceMillis));
     }
-    return reply;
+    return reply[0] == DECIDED ? withOverride(reply, ov) : reply;
+  }
+
+  /** A time to live Hazelcast reads as "never expires": an entry with an override is configuration. */
+  private static final long NEVER = 0;
+
+  private void write(Map.Entry<String, Object> entry, Budget value, long ttlMillis) {
+    written = value;
+    writtenTtlMillis = ttlMillis;
+    ((ExtendedMapEntry<String, Object>) entry).setValue(value, ttlMillis, TimeUnit.MILLISECONDS);
+  }
+
+  /** {@code reply} followed by the override that decided it, when there is one. */
+  private static long[] withOverride(long[] reply, long[] ov) {
+    if (ov == null) {
+      return reply;
+    }
+    long[] r = Arrays.copyOf(reply, reply.length + ov.length);
+    System.arraycopy(ov, 0, r, reply.length, ov.length);
+    return r;
+  }
+
+  /**
+   * Sets, clears or reads the budget's override. Setting keeps the count when the algorithm that
+   * decided so far is of the same kind, else the key starts afresh; clearing keeps it for the
+   * caller's algorithm (this step's) likewise, and removes an entry that then holds nothing that
+   * matters.
+   */
+  private long[] override(Map.Entry<String, Object> entry, Budget b, long at) {
+    long[] had = b == null ? null : b.override;
+    if (op == GET_OVERRIDE) {
+      return had == null ? new long[0] : had.clone();
+    }
+    if (op == CLEAR_OVERRIDE && had == null) {
+      return new long[] {0};
+    }
+    long[] ov = op == SET_OVERRIDE ? new long[] {kind, n0, n1, n2} : null;
+    long[] st = new long[ReferenceModel.STATE_SIZE];
+    if (b != null) {
+      b.load(kind, st); // the state of this kind, if that is what the budget holds; else absent
+    }
+    long[] spent = b == null ? new long[0] : Budget.live(b.spent, at);
+    if (ov != null) {
+      write(entry, new Budget(kind, st, spent, ov), NEVER);
+    } else {
+      Algorithm alg = Wire.algorithm(kind, n0, n1, n2);
+      long ends = Math.max(ReferenceModel.expiresAt(alg, st), Budget.latestEnd(spent));
+      if (ends <= at) {
+        written = null;
+        removed = true;
+        entry.setValue(null);
+      } else {
+        write(entry, new Budget(kind, st, spent), ttlMillis(ends - at, graceMillis));
+      }
+    }
+    return new long[] {had == null ? 0 : 1};
   }
 
   /**
@@ -172,9 +257,9 @@ final class BudgetStep implements EntryProcessor<String, Object, long[]>, Hazelc
     return (need + 999_999) / 1_000_000 * 1_000 + RECORD_CLOCK_MILLIS;
   }
 
-  /** The backups get what the owner wrote, with its time to live; nothing when it wrote nothing. */
+  /** The backups get what the owner wrote, with its time to live (or its removal); nothing when it wrote nothing. */
   @Override public EntryProcessor<String, Object, long[]> getBackupProcessor() {
-    return written == null ? null : new Replica(written, writtenTtlMillis);
+    return removed ? new Replica(null, 0) : written == null ? null : new Replica(written, writtenTtlMillis);
   }
 
   private static long[] failure(long status) {
@@ -217,7 +302,11 @@ final class BudgetStep implements EntryProcessor<String, Object, long[]>, Hazelc
     }
 
     @Override public long[] process(Map.Entry<String, Object> entry) {
-      ((ExtendedMapEntry<String, Object>) entry).setValue(value, ttlMillis, TimeUnit.MILLISECONDS);
+      if (value == null) {
+        entry.setValue(null);
+      } else {
+        ((ExtendedMapEntry<String, Object>) entry).setValue(value, ttlMillis, TimeUnit.MILLISECONDS);
+      }
       return null;
     }
 

@@ -76,7 +76,7 @@ final class HazelcastBackend implements Backend<HazelcastBackend.Plan> {
     if (lags(p, now, step != Step.PEEK)) {
       return LAGGING;
     }
-    return result(await(submit(p, key, processor(p, step, permits, ticket, now)), deadline), 1)[0];
+    return result(p.policy, await(submit(p, key, processor(p, step, permits, ticket, now)), deadline), 1)[0];
   }
 
   @Override public CompletableFuture<StepResult> stepAsync(Plan p, Step step, String key, long permits, Ticket ticket,
@@ -84,7 +84,7 @@ final class HazelcastBackend implements Backend<HazelcastBackend.Plan> {
     if (lags(p, now, step != Step.PEEK)) {
       return CompletableFuture.completedFuture(LAGGING);
     }
-    return mapped(p, key, processor(p, step, permits, ticket, now), r -> result(r, 1)[0]);
+    return mapped(p, key, processor(p, step, permits, ticket, now), r -> result(p.policy, r, 1)[0]);
   }
 
   @Override public StepResult[] stepBatch(Plan p, String scope, String key, long[] permits, long now, long deadline)
@@ -92,7 +92,7 @@ final class HazelcastBackend implements Backend<HazelcastBackend.Plan> {
     if (lags(p, now, true)) {
       return lagging(permits.length);
     }
-    return result(await(submit(p, key, batch(p, permits, now)), deadline), permits.length);
+    return result(p.policy, await(submit(p, key, batch(p, permits, now)), deadline), permits.length);
   }
 
   @Override public CompletableFuture<StepResult[]> stepBatchAsync(Plan p, String scope, String key, long[] permits, long now,
@@ -100,18 +100,12 @@ final class HazelcastBackend implements Backend<HazelcastBackend.Plan> {
     if (lags(p, now, true)) {
       return CompletableFuture.completedFuture(lagging(permits.length));
     }
-    return mapped(p, key, batch(p, permits, now), r -> result(r, permits.length));
+    return mapped(p, key, batch(p, permits, now), r -> result(p.policy, r, permits.length));
   }
 
-  /** Removes the budget's entry, its spent tickets with it. */
+  /** Forgets the budget's count: removes its entry (its spent tickets with it), or keeps only its override. */
   @Override public void delete(Plan p, String key, long deadline) throws Exception {
-    CompletableFuture<Object> f;
-    try {
-      f = map.removeAsync(StoredId.key(p.policy.name(), key)).toCompletableFuture();
-    } catch (RuntimeException e) {
-      throw notSent(e);
-    }
-    await(f, deadline);
+    await(submit(p, key, new BudgetStep(BudgetStep.RESET, p.kind, p.numbers, 0, 0, null, 0, 0, 0, 0, graceMillis)), deadline);
   }
 
   /** Hazelcast's own operation timeout is a timeout too; everything else is the store being unavailable. */
@@ -231,19 +225,44 @@ final class HazelcastBackend implements Backend<HazelcastBackend.Plan> {
   }
 
   /** The reply's seven fields per request as step results; a reply of seven for a batch of more is one failure for all. */
-  static StepResult[] result(long[] r, int n) {
+  static StepResult[] result(Policy asked, long[] r, int n) {
     StepResult[] rs = new StepResult[n];
-    if (r == null || r.length != BudgetStep.FIELDS * n && r.length != BudgetStep.FIELDS) {
+    int fields = BudgetStep.FIELDS * n;
+    boolean overridden = r != null && r.length == fields + OVERRIDE_WORDS;
+    if (r == null || r.length != fields && r.length != BudgetStep.FIELDS && !overridden) {
       throw new StoreException("unexpected entry processor reply " + Arrays.toString(r) + " to " + n + " request(s)");
     }
-    if (r.length != BudgetStep.FIELDS * n) {
+    if (r.length == BudgetStep.FIELDS && n > 1) {
       Arrays.fill(rs, one(r, 0));
       return rs;
     }
+    // The key's override decided: the reply ends with it, and the results say so.
+    Policy by = overridden ? overridden(asked, r, fields) : asked;
     for (int i = 0; i < n; i++) {
-      rs[i] = one(r, BudgetStep.FIELDS * i);
+      StepResult one = one(r, BudgetStep.FIELDS * i);
+      rs[i] = by == asked || one.failure() != null ? one : one.decidedBy(by);
     }
     return rs;
+  }
+
+  /** Words of an override in a reply: its kind and three numbers. */
+  private static final int OVERRIDE_WORDS = 4;
+
+  /** The policy the override at {@code at} of a reply stands for under {@code asked}'s name ({@code asked} when it is its algorithm). */
+  static Policy overridden(Policy asked, long[] r, int at) {
+    Algorithm a = Wire.algorithm((int) r[at], r[at + 1], r[at + 2], r[at + 3]);
+    return a.equals(asked.algorithm()) ? asked : new Policy(asked.name(), a);
+  }
+
+  /**
+   * Sets ({@code override} non-null), clears or reads ({@code op} {@link BudgetStep#GET_OVERRIDE})
+   * {@code key}'s override under {@code asked.name()} with one entry processor, at {@code now} (the
+   * supplied clock's reading; 0: the member's clock, as decisions); its reply.
+   */
+  long[] override(byte op, Policy asked, String key, Policy override, long now, long deadline) throws Exception {
+    Plan p = compile(override != null ? override : asked);
+    BudgetStep step = new BudgetStep(op, p.kind(), p.numbers(), now, 0, null, 0, 0, 0, 0, graceMillis);
+    return await(submit(compile(asked), key, step), deadline);
   }
 
   private static StepResult one(long[] r, int at) {

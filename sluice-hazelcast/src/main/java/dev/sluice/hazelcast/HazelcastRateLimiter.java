@@ -1,13 +1,16 @@
 package dev.sluice.hazelcast;
 
 import com.hazelcast.core.HazelcastInstance;
+import dev.sluice.KeyOverrides;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
+import dev.sluice.internal.AdminCalls;
 import dev.sluice.internal.Checks;
 import dev.sluice.spi.ForwardingStoreRateLimiter;
 import dev.sluice.spi.StoreRateLimiter;
 import java.time.Duration;
+import java.util.Optional;
 
 /**
  * A {@link RateLimiter} whose state lives in a Hazelcast {@code IMap}: every decision, refund and peek
@@ -53,7 +56,7 @@ import java.time.Duration;
  * </ul>
  * Thread-safe. Closing the limiter never shuts the instance down: it is the caller's.
  */
-public final class HazelcastRateLimiter extends ForwardingStoreRateLimiter {
+public final class HazelcastRateLimiter extends ForwardingStoreRateLimiter implements KeyOverrides {
   /** Deadline of every call unless {@link Builder#timeout(Duration)} says otherwise: 100 ms. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofMillis(100);
 
@@ -74,8 +77,53 @@ public final class HazelcastRateLimiter extends ForwardingStoreRateLimiter {
    */
   public static final String MEMBER_CLOCK = "dev.sluice.hazelcast.clock";
 
-  private HazelcastRateLimiter(StoreRateLimiter limiter) {
+  private final HazelcastBackend backend;
+  private final long timeoutNanos;
+  /** The supplied clock, which administrative steps read as decisions do; null: the members' clocks. */
+  private final dev.sluice.Ticker supplied;
+
+  private HazelcastRateLimiter(StoreRateLimiter limiter, HazelcastBackend backend, Duration timeout, dev.sluice.Ticker supplied) {
     super(limiter);
+    this.backend = backend;
+    this.timeoutNanos = timeout.toNanos();
+    this.supplied = supplied;
+  }
+
+  /** The reading an administrative step runs at: the supplied clock's, or 0 (the owner member's clock). */
+  private long now() {
+    return supplied == null ? 0 : supplied.nowMicros();
+  }
+
+  /**
+   * Pins {@code policy} as {@code key}'s configuration under its name ({@link KeyOverrides#override}).
+   *
+   * <p>On Hazelcast the override is kept in the budget's entry, beside its state, and read by the
+   * same entry processor that decides (one hop per decision still); an entry with an override never
+   * expires, and {@link #reset} keeps it (the count goes).
+   *
+   * @throws dev.sluice.spi.StoreException when the members do not answer within the timeout, or fail
+   */
+  @Override public void override(String key, Policy policy) {
+    Checks.key(key);
+    HazelcastBackend.CAPABILITIES.require(Checks.notNull("policy", policy));
+    AdminCalls.run("Hazelcast: override of a key",
+        () -> backend.override(BudgetStep.SET_OVERRIDE, policy, key, policy, now(), System.nanoTime() + timeoutNanos));
+  }
+
+  @Override public boolean clearOverride(String key, Policy policy) {
+    Checks.key(key);
+    Checks.notNull("policy", policy);
+    long[] r = AdminCalls.run("Hazelcast: clearing a key's override",
+        () -> backend.override(BudgetStep.CLEAR_OVERRIDE, policy, key, null, now(), System.nanoTime() + timeoutNanos));
+    return r != null && r.length == 1 && r[0] == 1;
+  }
+
+  @Override public Optional<Policy> overrideOf(String key, Policy policy) {
+    Checks.key(key);
+    Checks.notNull("policy", policy);
+    long[] r = AdminCalls.run("Hazelcast: reading a key's override",
+        () -> backend.override(BudgetStep.GET_OVERRIDE, policy, key, null, now(), System.nanoTime() + timeoutNanos));
+    return r == null || r.length == 0 ? Optional.empty() : Optional.of(HazelcastBackend.overridden(policy, r, 0));
   }
 
   /** A limiter on {@code hazelcast}, an embedded member or a client, which it never shuts down. */
@@ -137,7 +185,7 @@ public final class HazelcastRateLimiter extends ForwardingStoreRateLimiter {
           + ", map=" + map + ", timeout=" + timeout() + ", clock=" + (supplied ? "supplied" : "member") + "]";
       HazelcastBackend backend = new HazelcastBackend(hazelcast.getMap(map), expiryGrace, supplied, timeout().toNanos(),
           description);
-      return new HazelcastRateLimiter(pipeline(backend));
+      return new HazelcastRateLimiter(pipeline(backend), backend, timeout(), suppliedTicker());
     }
   }
 

@@ -3,6 +3,7 @@ package dev.sluice.http;
 import dev.sluice.ClockedRateLimiter;
 import dev.sluice.Decision;
 import dev.sluice.Policy;
+import dev.sluice.PolicyResolver;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
@@ -64,6 +65,8 @@ public final class HttpRateLimit {
   final long reserve;
   /** The request attribute or response header the actual cost is read from; null without {@link Builder#cost}. */
   final String usage;
+  /** Chooses each request's policy; null: {@link #policy} for every request. */
+  final PolicyResolver<? super RequestView> resolver;
 
   private HttpRateLimit(Builder b) {
     this.limiter = b.limiter;
@@ -78,6 +81,20 @@ public final class HttpRateLimit {
     this.ticker = b.ticker;
     this.reserve = b.reserve;
     this.usage = b.usage;
+    this.resolver = b.resolver;
+  }
+
+  /**
+   * The policy {@code request} is checked under: the resolver's answer, or {@link #policy()}. An
+   * answer that cannot grant the permits a request reserves would refuse it as a programming error:
+   * the resolver's unresolved policy decides it instead (never an exception from a decision).
+   */
+  Policy policyOf(RequestView request) {
+    if (resolver == null) {
+      return policy;
+    }
+    Policy p = resolver.resolve(request);
+    return reserve <= p.algorithm().limit() ? p : resolver.whenUnresolved();
   }
 
   public static Builder builder(RateLimiter limiter) {
@@ -136,12 +153,13 @@ public final class HttpRateLimit {
   /** Decides a request: charges the client's key, then the ceiling. */
   Admission admit(RequestView request) {
     String key = keyOf(request);
+    Policy p = policyOf(request);
     Decision primary;
     Decision global = null;
     if (ceiling == null) {
-      primary = limiter.tryAcquire(key, reserve, policy);
+      primary = limiter.tryAcquire(key, reserve, p);
     } else {
-      CeilingRateLimiter.Charge c = ceiling.charge(key, reserve, policy); // a ceiling refusal refunds the client
+      CeilingRateLimiter.Charge c = ceiling.charge(key, reserve, p); // a ceiling refusal refunds the client
       primary = c.identity();
       global = c.ceiling();
     }
@@ -162,6 +180,7 @@ public final class HttpRateLimit {
     private Ticker ticker;
     private long reserve = 1;
     private String usage;
+    private PolicyResolver<? super RequestView> resolver;
 
     private Builder(RateLimiter limiter) {
       this.limiter = limiter;
@@ -170,6 +189,16 @@ public final class HttpRateLimit {
     /** Checks clients under {@code policy} instead of the limiter's default policy. */
     public Builder policy(Policy policy) {
       this.policy = Inputs.notNull("policy", policy);
+      return this;
+    }
+
+    /**
+     * Checks each request under the policy {@code resolver} chooses from it (a plan from a header, a
+     * claim, the tenant's record: {@code docs/tenants.md}); a request it does not resolve is checked
+     * under its {@link PolicyResolver#whenUnresolved() unresolved policy}, never let through unlimited.
+     */
+    public Builder policy(PolicyResolver<? super RequestView> resolver) {
+      this.resolver = Inputs.notNull("resolver", resolver);
       return this;
     }
 
@@ -246,6 +275,10 @@ public final class HttpRateLimit {
           + "then only 4xx answers would count: choose one");
       Policy client = policy != null ? policy : limiter.policy();
       Inputs.permits(reserve, client.limit(), client.name());
+      if (resolver != null) {
+        Policy unresolved = resolver.whenUnresolved();
+        Inputs.permits(reserve, unresolved.limit(), unresolved.name());
+      }
       if (ceilingPolicy != null) {
         Inputs.permits(reserve, ceilingPolicy.limit(), ceilingPolicy.name());
       }

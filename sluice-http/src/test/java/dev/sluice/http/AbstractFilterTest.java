@@ -162,6 +162,54 @@ abstract class AbstractFilterTest {
     return MemoryRateLimiter.builder(policy).ticker(ticker).build();
   }
 
+  /**
+   * Issue 31, item 1: three tenants on three plans chosen by a resolver over a header, limits exact
+   * per tenant; an unknown plan and a resolver that throws are checked under the unresolved policy,
+   * never let through unlimited; a plan changed (the cache invalidated) keeps the tenant's count.
+   */
+  @Test void aResolverChoosesEachRequestsPlanAndAnUnresolvedRequestIsNeverUnlimited() throws Exception {
+    Policy free = Policy.fixedWindow("plans", 2, Duration.ofSeconds(60));
+    java.util.Map<String, Policy> plans = new java.util.concurrent.ConcurrentHashMap<>(java.util.Map.of(
+        "free", free,
+        "pro", Policy.fixedWindow("plans", 5, Duration.ofSeconds(60)),
+        "blocked", Policy.fixedWindow("plans", 1, Duration.ofSeconds(60))));
+    java.util.Map<String, String> planOf = new java.util.concurrent.ConcurrentHashMap<>(java.util.Map.of(
+        "acme", "pro", "initech", "free", "evil", "blocked"));
+    dev.sluice.PolicyResolver<RequestView> resolver = dev.sluice.PolicyResolver.<RequestView>builder(r -> {
+      String tenant = r.header("X-Tenant");
+      if ("boom".equals(tenant)) {
+        throw new IllegalStateException("the plan service is down (expected by the test)");
+      }
+      return plans.get(planOf.getOrDefault(tenant, "none"));
+    }, plans.get("blocked")).cacheBy(r -> r.header("X-Tenant")).build();
+    MemoryRateLimiter lim = memory(free);
+    serve(HttpRateLimit.builder(lim).keyResolver(KeyResolver.header("X-Tenant")).policy(resolver).build());
+    java.util.Map<String, Integer> admitted = new java.util.TreeMap<>();
+    for (String tenant : java.util.List.of("acme", "initech", "evil", "nobody", "boom")) {
+      for (int i = 0; i < 8; i++) {
+        HttpResponse<String> r = get("/ok", "X-Tenant", tenant);
+        if (r.statusCode() == 200) {
+          admitted.merge(tenant, 1, Integer::sum);
+        } else {
+          assertThat(r.statusCode()).isEqualTo(429);
+        }
+      }
+    }
+    assertThat(admitted).containsExactly(java.util.Map.entry("acme", 5), java.util.Map.entry("boom", 1),
+        java.util.Map.entry("evil", 1), java.util.Map.entry("initech", 2), java.util.Map.entry("nobody", 1));
+    assertThat(get("/ok", "X-Tenant", "acme").headers().firstValue("RateLimit-Policy")).hasValueSatisfying(v -> assertThat(v).contains("q=5"));
+    assertThat(resolver.failures()).as("every request of the tenants it could not resolve").isEqualTo(16);
+
+    // initech upgrades to pro: the cached answer is invalidated, its 2 counted requests stay counted.
+    planOf.put("initech", "pro");
+    assertThat(status("/ok", "X-Tenant", "initech")).as("cached: still free").isEqualTo(429);
+    resolver.invalidate("initech");
+    for (int i = 0; i < 3; i++) {
+      assertThat(status("/ok", "X-Tenant", "initech")).as("pro, request %d", i).isEqualTo(200);
+    }
+    assertThat(status("/ok", "X-Tenant", "initech")).as("5 of pro's 5, the free requests counted").isEqualTo(429);
+  }
+
   @Test void allowedResponsesCarryTheLimitHeadersByteForByte() throws Exception {
     serve(HttpRateLimit.builder(memory(API)).build());
     HttpResponse<String> r = get("/ok");

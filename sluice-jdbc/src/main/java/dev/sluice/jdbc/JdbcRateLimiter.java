@@ -1,8 +1,10 @@
 package dev.sluice.jdbc;
 
+import dev.sluice.KeyOverrides;
 import dev.sluice.Policy;
 import dev.sluice.Reason;
 import dev.sluice.Ticker;
+import dev.sluice.internal.AdminCalls;
 import dev.sluice.internal.Checks;
 import dev.sluice.jdbc.PostgresCall.Op;
 import dev.sluice.jdbc.internal.DeadlineTask;
@@ -12,6 +14,7 @@ import dev.sluice.spi.StoreRateLimiter;
 import dev.sluice.store.SweepResult;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.function.Supplier;
@@ -54,7 +57,7 @@ import javax.sql.DataSource;
  * one pipeline ({@link StoreRateLimiter}), the same as Redis's, around this module's backend (the
  * statements); this class adds the table's administration: schema, sweep, per-account overrides.
  */
-public final class JdbcRateLimiter extends ForwardingStoreRateLimiter {
+public final class JdbcRateLimiter extends ForwardingStoreRateLimiter implements KeyOverrides {
   /** The default deadline of one call, in milliseconds. */
   public static final long DEFAULT_TIMEOUT_MILLIS = 500;
   /** The default and largest {@code maxBatch}: {@link StoreRateLimiter#MAX_BATCH}. */
@@ -110,24 +113,32 @@ public final class JdbcRateLimiter extends ForwardingStoreRateLimiter {
   // ---------------------------------------------------------------------------------------------
 
   /**
-   * Pins {@code policy}'s algorithm as the configuration of {@code key} under {@code policy.name()}:
-   * from now on every check of that key under that policy name is decided with these limits,
-   * whatever policy the caller passes, until {@link #clearOverride}. The count is kept when the
-   * algorithm and its time unit are unchanged (a bucket's tokens capped at the new capacity);
-   * otherwise the key starts fresh. An account with no row is provisioned with the override.
+   * Pins {@code policy} as {@code key}'s configuration under its name ({@link KeyOverrides#override}).
    *
-   * @throws SQLException when the store fails (an administrative call; decisions never throw)
+   * <p>On PostgreSQL the override pins the key's row ({@code pinned}, its {@code p1..p3}): the
+   * statement decides with them in the same round trip. The count is kept when the algorithm is
+   * unchanged (a bucket's tokens capped at the new capacity); otherwise the key starts fresh. An account with no row is provisioned with the override. A sweep never deletes a pinned
+   * row; {@link #reset} keeps the override and clears the count.
+   *
+   * @throws dev.sluice.spi.StoreException when the store fails (an administrative call; decisions never throw),
+   *     with the {@link SQLException} as its cause
    */
-  public void override(String key, Policy policy) throws SQLException {
-    statements.override(adminCall(Op.ADMIN, key, policy));
+  @Override public void override(String key, Policy policy) {
+    PostgresCall call = adminCall(Op.ADMIN, key, policy);
+    AdminCalls.run("PostgreSQL: override of a key", () -> {
+      statements.override(call);
+      return null;
+    });
   }
 
-  /**
-   * Removes the override of {@code key} under {@code policy.name()}: the caller's policy decides it
-   * again. Returns whether there was one.
-   */
-  public boolean clearOverride(String key, Policy policy) throws SQLException {
-    return statements.clearOverride(adminCall(Op.ADMIN, key, policy));
+  @Override public boolean clearOverride(String key, Policy policy) {
+    PostgresCall call = adminCall(Op.ADMIN, key, policy);
+    return AdminCalls.run("PostgreSQL: clearing a key's override", () -> statements.clearOverride(call));
+  }
+
+  @Override public Optional<Policy> overrideOf(String key, Policy policy) {
+    PostgresCall call = adminCall(Op.ADMIN, key, policy);
+    return Optional.ofNullable(AdminCalls.run("PostgreSQL: reading a key's override", () -> statements.overrideOf(call)));
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -326,15 +326,13 @@ final class PostgresSql {
   }
 
   /**
-   * Pins a key's configuration. The state is kept when the algorithm and its time unit are unchanged
-   * (a token bucket's tokens are capped at the new capacity); otherwise the key starts fresh.
+   * Pins a key's configuration. The state is kept when the algorithm is unchanged, and decided with
+   * the new numbers from the next hit on, as a per-call policy of the same name is (the reference
+   * model's rule, which the kit's OverrideCases hold every backend to; a token bucket's tokens are
+   * capped at the new capacity); otherwise the key starts fresh.
    */
   Bound override() {
-    String keep = "(r.alg = EXCLUDED.alg AND CASE r.alg"
-        + " WHEN " + ALG_FIXED + " THEN r.p2 = EXCLUDED.p2"
-        + " WHEN " + ALG_SLIDING + " THEN r.p2 = EXCLUDED.p2"
-        + " WHEN " + ALG_BUCKET + " THEN r.p3 = EXCLUDED.p3"
-        + " ELSE r.p1 = EXCLUDED.p1 AND r.p2 = EXCLUDED.p2 END AND " + wellFormed("r") + ")";
+    String keep = "(r.alg = EXCLUDED.alg AND " + wellFormed("r") + ")";
     String sql = prefix()
         + "WITH c AS (SELECT " + now() + " AS now" + durability() + ")\n"
         + "INSERT INTO " + table + " AS r (tenant, policy_id, key_id, alg, p1, p2, p3, pinned, s0, s1, s2, expires_at, version, updated_at)\n"
@@ -346,6 +344,12 @@ final class PostgresSql {
         + " THEN LEAST(r.s1, EXCLUDED.p1 * EXCLUDED.p3) ELSE r.s1 END ELSE 0 END,\n"
         + "  s2 = CASE WHEN " + keep + " THEN r.s2 ELSE 0 END,\n"
         + "  version = r.version + 1, updated_at = EXCLUDED.updated_at";
+    return new Bound(sql);
+  }
+
+  /** A key's override: its row's algorithm and p1..p3 when the row is pinned, no row otherwise. */
+  Bound overrideRead() {
+    String sql = prefix() + "SELECT alg, p1, p2, p3 FROM " + table + " WHERE " + pk("") + " AND pinned";
     return new Bound(sql);
   }
 

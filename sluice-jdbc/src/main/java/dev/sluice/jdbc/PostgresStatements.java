@@ -48,6 +48,7 @@ final class PostgresStatements {
   private final PostgresSql.Bound resetSql;
   private final PostgresSql.Bound overrideSql;
   private final PostgresSql.Bound clearOverrideSql;
+  private final PostgresSql.Bound overrideReadSql;
 
   PostgresStatements(DataSource dataSource, Duration timeout, PostgresSql sql, Policy defaultPolicy, boolean tenantMode) {
     this.dataSource = dataSource;
@@ -66,6 +67,7 @@ final class PostgresStatements {
     this.resetSql = sql.reset();
     this.overrideSql = sql.override();
     this.clearOverrideSql = sql.clearOverride();
+    this.overrideReadSql = sql.overrideRead();
   }
 
   StepResult acquire(PostgresCall call) throws SQLException {
@@ -260,6 +262,17 @@ final class PostgresStatements {
   boolean clearOverride(PostgresCall call) throws SQLException {
     try (Connection c = connection()) {
       return update(c, clearOverrideSql, call) > 0;
+    }
+  }
+
+  /** The key's override under the call's policy name, or null when its row is not pinned. */
+  Policy overrideOf(PostgresCall call) throws SQLException {
+    Policy p = call.policy;
+    try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(overrideReadSql.sql)) {
+      bind(ps, overrideReadSql, call, policyId(p), StoredId.key(p.name(), call.key), call.alg, p.algorithm(), call.permits, null);
+      try (ResultSet rs = mainResult(ps)) {
+        return rs.next() ? PostgresRow.pinnedPolicy(p, rs.getInt(1), rs.getLong(2), rs.getLong(3), rs.getLong(4)) : null;
+      }
     }
   }
 

@@ -7,6 +7,7 @@ import dev.sluice.Ticket;
 import dev.sluice.internal.ClockLag;
 import dev.sluice.internal.ModelSteps;
 import dev.sluice.redis.internal.RedisPlan;
+import dev.sluice.redis.internal.RedisScript;
 import dev.sluice.spi.Backend;
 import dev.sluice.spi.Capabilities;
 import dev.sluice.spi.StepResult;
@@ -20,7 +21,6 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.function.Function;
 
 /**
  * Redis as a {@link Backend}: every step is one script run by its SHA ({@link RedisScript}, compiled
@@ -82,7 +82,14 @@ final class RedisBackend implements Backend<RedisPlan> {
     if (lags(p, now, step != Step.PEEK)) {
       return LAGGING;
     }
-    return result(eval(p, keys(p, key, ticket), argv(p, step, permits, ticket, now), deadline));
+    String[] keys = keys(p, key, ticket);
+    List<Object> reply = eval(p, keys, argv(p, step, permits, ticket, now), deadline);
+    String other = redirect(reply);
+    if (other != null) { // the key's override is of another algorithm: its script decides
+      RedisPlan q = RedisPlan.of(RedisPlan.overridden(p.policy, other));
+      reply = eval(q, keys, argv(q, step, permits, ticket, now), deadline);
+    }
+    return result(reply, p.policy);
   }
 
   /** The EVALSHA (and its EVAL on NOSCRIPT) without holding a thread; cancelling the result cancels the command. */
@@ -91,7 +98,17 @@ final class RedisBackend implements Backend<RedisPlan> {
     if (lags(p, now, step != Step.PEEK)) {
       return CompletableFuture.completedFuture(LAGGING);
     }
-    return mapped(evalAsync(p, keys(p, key, ticket), argv(p, step, permits, ticket, now)), RedisBackend::result);
+    String[] keys = keys(p, key, ticket);
+    CompletableFuture<List<Object>> reply = evalAsync(p, keys, argv(p, step, permits, ticket, now));
+    CompletableFuture<List<Object>> decided = reply.thenCompose(r -> {
+      String other = redirect(r);
+      if (other == null) {
+        return CompletableFuture.completedFuture(r);
+      }
+      RedisPlan q = RedisPlan.of(RedisPlan.overridden(p.policy, other)); // the key's override's script decides
+      return evalAsync(q, keys, argv(q, step, permits, ticket, now));
+    });
+    return cancelling(decided.thenApply(r -> result(r, p.policy)), reply);
   }
 
   /** A coalesced batch: one EVALSHA of op 'b', deciding every request in order. */
@@ -100,7 +117,21 @@ final class RedisBackend implements Backend<RedisPlan> {
     if (lags(p, now, true)) {
       return lagging(permits.length);
     }
-    return results(eval(p, keys(p, key, null), p.batchArgv(clockArg(now), permits, graceMillis), deadline), permits.length);
+    String[] keys = keys(p, key, null);
+    List<Object> reply = eval(p, keys, p.batchArgv(clockArg(now), permits, graceMillis), deadline);
+    String other = redirect(reply);
+    if (other != null) { // the key's override is of another algorithm: its script decides, as a batch if it can
+      RedisPlan q = RedisPlan.of(RedisPlan.overridden(p.policy, other));
+      if (!q.batches()) {
+        StepResult[] rs = new StepResult[permits.length];
+        for (int i = 0; i < permits.length; i++) {
+          rs[i] = step(p, Step.ACQUIRE, key, permits[i], null, now, deadline);
+        }
+        return rs;
+      }
+      reply = eval(q, keys, q.batchArgv(clockArg(now), permits, graceMillis), deadline);
+    }
+    return results(reply, permits.length, p.policy);
   }
 
   @Override public CompletableFuture<StepResult[]> stepBatchAsync(RedisPlan p, String scope, String key, long[] permits,
@@ -108,11 +139,56 @@ final class RedisBackend implements Backend<RedisPlan> {
     if (lags(p, now, true)) {
       return CompletableFuture.completedFuture(lagging(permits.length));
     }
-    return mapped(evalAsync(p, keys(p, key, null), p.batchArgv(clockArg(now), permits, graceMillis)), r -> results(r, permits.length));
+    String[] keys = keys(p, key, null);
+    CompletableFuture<List<Object>> reply = evalAsync(p, keys, p.batchArgv(clockArg(now), permits, graceMillis));
+    CompletableFuture<StepResult[]> decided = reply.thenCompose(r -> {
+      String other = redirect(r);
+      if (other == null) {
+        return CompletableFuture.completedFuture(results(r, permits.length, p.policy));
+      }
+      RedisPlan q = RedisPlan.of(RedisPlan.overridden(p.policy, other));
+      if (q.batches()) {
+        return evalAsync(q, keys, q.batchArgv(clockArg(now), permits, graceMillis)).thenApply(r2 -> results(r2, permits.length, p.policy));
+      }
+      // The override's algorithm decides no batch (the sliding log): one request after the other, in order.
+      StepResult[] rs = new StepResult[permits.length];
+      CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
+      for (int i = 0; i < permits.length; i++) {
+        int at = i;
+        chain = chain.thenCompose(x -> stepAsync(p, Step.ACQUIRE, key, permits[at], null, now, deadline)).thenAccept(one -> rs[at] = one);
+      }
+      return chain.thenApply(x -> rs);
+    });
+    return cancelling(decided, reply);
   }
 
   @Override public void delete(RedisPlan p, String key, long deadline) throws Exception {
-    await(transport.del(RedisPlan.storedKey(p.policy, key)), deadline);
+    await(transport.del(RedisPlan.storedKey(p.policy, key)), deadline); // the override stays: configuration
+  }
+
+  /**
+   * Sets ({@code override} non-null) or clears {@code key}'s override under {@code asked.name()} with
+   * one run of the override script; returns whether there was one.
+   */
+  boolean override(Policy asked, String key, Policy override, long deadline) throws Exception {
+    String[] keys = {RedisPlan.overrideKey(RedisPlan.storedKey(asked, key))};
+    String[] argv = override == null ? new String[] {"c"} : new String[] {"s", RedisPlan.of(override).overrideValue()};
+    List<Object> reply = run(RedisScript.OVERRIDE, keys, argv, deadline);
+    return reply != null && reply.size() == 1 && Long.valueOf(1).equals(reply.get(0));
+  }
+
+  /** {@code key}'s override under {@code asked.name()}, or null. */
+  Policy override(Policy asked, String key, long deadline) throws Exception {
+    List<Object> reply = run(RedisScript.OVERRIDE, new String[] {RedisPlan.overrideKey(RedisPlan.storedKey(asked, key))},
+        new String[] {"g"}, deadline);
+    if (reply == null || reply.isEmpty()) {
+      return null;
+    }
+    try {
+      return RedisPlan.overridden(asked, text(reply.get(0)));
+    } catch (IllegalArgumentException notOurs) {
+      throw new StoreException("the override of this key is not one Sluice wrote: " + reply.get(0), notOurs);
+    }
   }
 
   @Override public Reason classify(Throwable e) {
@@ -159,15 +235,19 @@ final class RedisBackend implements Backend<RedisPlan> {
 
   /** The script by its SHA, waited for until {@code deadline}; on NOSCRIPT its body once, which caches it again. */
   private List<Object> eval(RedisPlan p, String[] keys, String[] argv, long deadline) throws Exception {
+    return run(p.script, keys, argv, deadline);
+  }
+
+  private List<Object> run(RedisScript script, String[] keys, String[] argv, long deadline) throws Exception {
     try {
-      return await(transport.evalsha(p.script.sha, keys, argv), deadline);
+      return await(transport.evalsha(script.sha, keys, argv), deadline);
     } catch (ExecutionException e) {
       if (!transport.noScript(e.getCause())) {
         throw e;
       }
     }
     // The server lost its script cache (restart, SCRIPT FLUSH, a new cluster node): EVAL runs and caches it.
-    return await(transport.eval(p.script.body, keys, argv), deadline);
+    return await(transport.eval(script.body, keys, argv), deadline);
   }
 
   private CompletableFuture<List<Object>> evalAsync(RedisPlan p, String[] keys, String[] argv) {
@@ -216,9 +296,8 @@ final class RedisBackend implements Backend<RedisPlan> {
     return now == STORE_CLOCK ? SERVER_CLOCK : Long.toString(now);
   }
 
-  /** {@code reply} mapped by {@code f}; cancelling the result cancels the command too. */
-  private static <T> CompletableFuture<T> mapped(CompletableFuture<List<Object>> reply, Function<List<Object>, T> f) {
-    CompletableFuture<T> out = reply.thenApply(f);
+  /** {@code out}, whose cancelling cancels the command {@code reply} too. */
+  private static <T> CompletableFuture<T> cancelling(CompletableFuture<T> out, CompletableFuture<List<Object>> reply) {
     out.whenComplete((r, x) -> {
       if (out.isCancelled()) {
         reply.cancel(false);
@@ -248,12 +327,52 @@ final class RedisBackend implements Backend<RedisPlan> {
     }
   }
 
-  /** The script's reply {status, allowed, remaining, resetAt, retryAfter, stamp, wrote} as a step result. */
-  private static StepResult result(List<Object> r) {
-    if (r == null || r.size() != 7) {
+  /**
+   * The override a reply names when the key's override is of another algorithm (status 3: nothing
+   * was written, and that algorithm's script decides), else null.
+   */
+  private static String redirect(List<Object> r) {
+    return r != null && r.size() == 8 && Long.valueOf(3).equals(r.get(0)) ? text(r.get(7)) : null;
+  }
+
+  /**
+   * The script's reply {status, allowed, remaining, resetAt, retryAfter, stamp, wrote} as a step
+   * result; when it ends with the key's override, marked as decided under it.
+   */
+  private static StepResult result(List<Object> r, Policy asked) {
+    if (r == null || (r.size() != 7 && r.size() != 8)) {
       throw new StoreException("unexpected script reply " + r);
     }
-    return result(r, 0);
+    StepResult one = result(r, 0);
+    return r.size() == 8 ? decided(one, r, asked) : one;
+  }
+
+  /** {@code r} marked as decided under the override that {@code reply} ends with, unless it failed or is {@code asked}. */
+  private static StepResult decided(StepResult r, List<Object> reply, Policy asked) {
+    if (r.failure() != null) {
+      return r;
+    }
+    if (redirect(reply) != null) {
+      return StepResult.contention("the key's override changed algorithm during the decision");
+    }
+    Policy by;
+    try {
+      by = RedisPlan.overridden(asked, text(reply.get(reply.size() - 1)));
+    } catch (IllegalArgumentException notOurs) {
+      return StepResult.corrupt("the key's override is not one Sluice wrote");
+    }
+    return by == asked ? r : r.decidedBy(by);
+  }
+
+  /** A bulk string as the client gives it (text, or bytes). */
+  private static String text(Object v) {
+    if (v instanceof byte[] b) {
+      return new String(b, java.nio.charset.StandardCharsets.UTF_8);
+    }
+    if (v instanceof java.nio.ByteBuffer bb) {
+      return java.nio.charset.StandardCharsets.UTF_8.decode(bb.duplicate()).toString();
+    }
+    return String.valueOf(v);
   }
 
   /** The seven fields from {@code at} of a reply whose length the caller checked (no view per request of a batch). */
@@ -269,26 +388,38 @@ final class RedisBackend implements Backend<RedisPlan> {
         field(r, at + 6) == 1);
   }
 
-  /** A batch's reply: seven fields per request, or one failure (corrupt state, bad clock) for all of them. */
-  private static StepResult[] results(List<Object> r, int n) {
+  /**
+   * A batch's reply: seven fields per request, then the key's override when it decided them; or one
+   * failure (corrupt state, bad clock, an override that changed algorithm meanwhile) for all of them.
+   */
+  private static StepResult[] results(List<Object> r, int n, Policy asked) {
     StepResult[] rs = new StepResult[n];
-    if (r != null && r.size() == 7 && n > 1) {
-      Arrays.fill(rs, result(r)); // a failure; a real batch of n > 1 answers 7 * n fields
-      if (rs[0].failure() == null) {
+    if (r != null && (r.size() == 7 || r.size() == 8) && n > 1) {
+      StepResult one = result(r, 0); // a failure: a real batch of n > 1 answers at least 7 * n fields
+      if (redirect(r) != null) {
+        one = StepResult.contention("the key's override changed algorithm during the decision");
+      } else if (one.failure() == null) {
         throw new StoreException("unexpected script reply " + r + " to a batch of " + n);
       }
+      Arrays.fill(rs, one);
       return rs;
     }
-    if (r == null || r.size() != 7 * n) {
+    if (r == null || (r.size() != 7 * n && r.size() != 7 * n + 1)) {
       throw new StoreException("unexpected script reply " + r + " to a batch of " + n);
     }
     for (int i = 0; i < n; i++) {
       rs[i] = result(r, 7 * i);
+      if (r.size() == 7 * n + 1) {
+        rs[i] = decided(rs[i], r, asked);
+      }
     }
     return rs;
   }
 
   private static long field(List<Object> r, int i) {
+    if (i >= r.size()) {
+      throw new StoreException("unexpected script reply " + r);
+    }
     if (!(r.get(i) instanceof Long v)) {
       throw new StoreException("unexpected script reply " + r);
     }

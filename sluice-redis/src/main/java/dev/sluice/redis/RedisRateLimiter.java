@@ -1,10 +1,12 @@
 package dev.sluice.redis;
 
 import dev.sluice.testing.ManualTicker;
+import dev.sluice.KeyOverrides;
 import dev.sluice.Policy;
 import dev.sluice.RateLimiter;
 import dev.sluice.Reason;
 import dev.sluice.Ticket;
+import dev.sluice.internal.AdminCalls;
 import dev.sluice.internal.Checks;
 import dev.sluice.redis.internal.RedisPlan;
 import dev.sluice.spi.ForwardingStoreRateLimiter;
@@ -18,6 +20,7 @@ import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.codec.StringCodec;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.function.Supplier;
 
 /**
@@ -59,7 +62,7 @@ import java.util.function.Supplier;
  * another client's through {@link #builder(Policy, RedisTransport)}). Thread-safe. Closing the
  * limiter closes the connection it opened itself, never one it was given.
  */
-public final class RedisRateLimiter extends ForwardingStoreRateLimiter {
+public final class RedisRateLimiter extends ForwardingStoreRateLimiter implements KeyOverrides {
   /** Deadline of every Redis call unless {@link Builder#timeout(Duration)} says otherwise: 100 ms. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofMillis(100);
 
@@ -76,10 +79,49 @@ public final class RedisRateLimiter extends ForwardingStoreRateLimiter {
   public static final Duration DEFAULT_SUPPLIED_CLOCK_GRACE = Duration.ofSeconds(1);
 
   final RedisBackend backend; // package-private for tests: its transport
+  private final long timeoutNanos;
 
-  private RedisRateLimiter(RedisBackend backend, StoreRateLimiter limiter) {
+  private RedisRateLimiter(RedisBackend backend, StoreRateLimiter limiter, Duration timeout) {
     super(limiter);
     this.backend = backend;
+    this.timeoutNanos = timeout.toNanos();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Per-key overrides
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * Pins {@code policy} as {@code key}'s configuration under its name ({@link KeyOverrides#override}).
+   *
+   * <p>On Redis the override is a key beside the state ({@code sluice:{id}:o}, the same hash tag, so
+   * the same Cluster slot), which every decision script reads in the same run: one round trip per
+   * decision still, except that an override of another algorithm than the caller's costs a second
+   * one (the first script answers with the override, the override's script decides). It has no TTL:
+   * the count expires as always, the override stays until cleared. {@link #reset} keeps it.
+   *
+   * @throws dev.sluice.spi.StoreException when Redis does not answer within the timeout, or fails
+   */
+  @Override public void override(String key, Policy policy) {
+    Checks.key(key);
+    RedisPlan.of(Checks.notNull("policy", policy)); // every valid policy runs on Redis
+    AdminCalls.run("Redis: override of a key", () -> backend.override(policy, key, policy, deadline()));
+  }
+
+  @Override public boolean clearOverride(String key, Policy policy) {
+    Checks.key(key);
+    Checks.notNull("policy", policy);
+    return AdminCalls.run("Redis: clearing a key's override", () -> backend.override(policy, key, null, deadline()));
+  }
+
+  @Override public Optional<Policy> overrideOf(String key, Policy policy) {
+    Checks.key(key);
+    Checks.notNull("policy", policy);
+    return Optional.ofNullable(AdminCalls.run("Redis: reading a key's override", () -> backend.override(policy, key, deadline())));
+  }
+
+  private long deadline() {
+    return System.nanoTime() + timeoutNanos;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -195,7 +237,7 @@ public final class RedisRateLimiter extends ForwardingStoreRateLimiter {
       String description = "RedisRateLimiter[policy=" + policy.name() + ", algorithm=" + policy.algorithm().id()
           + ", timeout=" + timeout() + ", clock=" + (supplied ? "supplied" : "server") + "]";
       RedisBackend backend = new RedisBackend(t, owned, grace, supplied, timeout().toNanos(), description);
-      return new RedisRateLimiter(backend, pipeline(backend));
+      return new RedisRateLimiter(backend, pipeline(backend), timeout());
     }
   }
 

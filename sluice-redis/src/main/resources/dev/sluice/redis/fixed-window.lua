@@ -1,7 +1,7 @@
--- Fixed window (ReferenceModel.fixedWindow). ARGV[7] limit, ARGV[8] window (us).
+-- Fixed window (ReferenceModel.fixedWindow). P[1] limit, P[2] window (us).
 -- State 'f<start>:<count>'.
-local limit = tonumber(ARGV[7])
-local w = tonumber(ARGV[8])
+local limit = tonumber(P[1])
+local w = tonumber(P[2])
 local st = load('f', 2)
 if st == nil then
   return CORRUPT

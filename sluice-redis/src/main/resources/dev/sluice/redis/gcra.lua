@@ -1,8 +1,8 @@
--- GCRA (ReferenceModel.gcra). ARGV[7] rate, ARGV[8] period (us), ARGV[9] burst. Work is counted in
+-- GCRA (ReferenceModel.gcra). P[1] rate, P[2] period (us), P[3] burst. Work is counted in
 -- 1/rate microseconds; one request costs one period. State 'g<TAT whole us>:<TAT fraction, 1/rate us>'.
-local q = tonumber(ARGV[7])
-local p = tonumber(ARGV[8])
-local cap = tonumber(ARGV[9]) * p
+local q = tonumber(P[1])
+local p = tonumber(P[2])
+local cap = tonumber(P[3]) * p
 local st = load('g', 2, 2 * fdiv(cap, q) + 1) -- a TAT with settlement debt: at most two bursts ahead
 if st == nil then
   return CORRUPT

@@ -15,11 +15,16 @@
 -- ARGV[4]  ticket stamp (refund, overrun)
 -- ARGV[5]  extra milliseconds of TTL (grace for supplied clocks; 0 with the server clock)
 -- ARGV[6]  the instant the ticket's life ends (ReferenceModel.ticketExpiresAt; refund, overrun)
--- ARGV[7..] algorithm parameters
+-- ARGV[7..] algorithm parameters (the caller's policy; the key's override replaces them, below)
+-- The key's override (KeyOverrides) lives beside the state, at KEYS[1] .. ':o' (the same hash tag:
+-- one Cluster slot; derived here so that a call sends no more than before), with no TTL.
 --
 -- Reply: {status, allowed, remaining, resetAt, retryAfter, stamp, wrote}; for 'b' those seven per
--- request, one after the other (a corrupt state or bad clock: the seven of the failure, once)
---   status 0 = decided, 1 = corrupt state (nothing written), 2 = invalid clock (nothing written)
+-- request, one after the other (a corrupt state or bad clock: the seven of the failure, once); a
+-- decision under the key's override ends with the override's value, one more field
+--   status 0 = decided, 1 = corrupt state (nothing written), 2 = invalid clock (nothing written),
+--   3 = the key's override is of another algorithm (nothing written): {3, 0, 0, 0, 0, 0, 0, <override>},
+--       and the client runs that algorithm's script
 -- A refused acquire and every peek write nothing.
 
 -- Both substituted from dev.sluice.internal.Checks when the script is loaded (RedisScript): one
@@ -58,6 +63,23 @@ else
 end
 if now == nil or now <= 0 or now > MAX_CLOCK or now ~= math.floor(now) then
   return {2, 0, 0, 0, 0, 0, 0}
+end
+
+-- The key's override: '<script tag> <parameters as the client sends them>|<algorithm as Sluice stores
+-- it>' (RedisPlan.overrideValue). Of this script's algorithm, its parameters replace the caller's; of
+-- another, the client is told to run that one's script, before anything is written. Anything else
+-- there is a value Sluice did not write: corrupt.
+local P = {ARGV[7], ARGV[8], ARGV[9]}
+local OV = redis.call('GET', KEYS[1] .. ':o')
+if OV then
+  local tag, a, b, c = string.match(OV, '^(%a) (%d+) (%d+) ?(%d*)|')
+  if tag == nil then
+    return {1, 0, 0, 0, 0, 0, 0}
+  end
+  if tag ~= '${TAG}' then
+    return {3, 0, 0, 0, 0, 0, 0, OV}
+  end
+  P = {a, b, c}
 end
 local permits = tonumber(ARGV[3])
 local stamp = tonumber(ARGV[4])

@@ -1,10 +1,10 @@
--- Exact sliding log (SlidingLogState). ARGV[7] limit, ARGV[8] window (us).
+-- Exact sliding log (SlidingLogState). P[1] limit, P[2] window (us).
 -- State: a sorted set with one member per microsecond that admitted permits: member
 -- '<time>:<permits>', score <time>. Entries with now - time >= window are dead: they are skipped when
 -- read (changing no decision, as in the model) and removed by the next write.
 -- Cost: every call reads the live entries, at most one per admitted request in the last window.
-local limit = tonumber(ARGV[7])
-local w = tonumber(ARGV[8])
+local limit = tonumber(P[1])
+local w = tonumber(P[2])
 local key = KEYS[1]
 
 local times, perms = {}, {}

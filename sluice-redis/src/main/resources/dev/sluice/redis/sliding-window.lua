@@ -1,7 +1,7 @@
 -- Sliding window, two-window weighted counter (ReferenceModel.slidingWindow).
--- ARGV[7] limit, ARGV[8] window (us). State 's<start>:<current count>:<previous count>'.
-local limit = tonumber(ARGV[7])
-local w = tonumber(ARGV[8])
+-- P[1] limit, P[2] window (us). State 's<start>:<current count>:<previous count>'.
+local limit = tonumber(P[1])
+local w = tonumber(P[2])
 local st = load('s', 3)
 if st == nil then
   return CORRUPT

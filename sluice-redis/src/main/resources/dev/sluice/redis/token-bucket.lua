@@ -1,8 +1,8 @@
--- Token bucket (ReferenceModel.tokenBucket). ARGV[7] capacity, ARGV[8] refill tokens, ARGV[9] refill
+-- Token bucket (ReferenceModel.tokenBucket). P[1] capacity, P[2] refill tokens, P[3] refill
 -- period (us). Tokens are kept scaled by the period. State 't<time of last update>:<scaled tokens>'.
-local capacity = tonumber(ARGV[7])
-local r = tonumber(ARGV[8])
-local p = tonumber(ARGV[9])
+local capacity = tonumber(P[1])
+local r = tonumber(P[2])
+local p = tonumber(P[3])
 local full = capacity * p
 local st = load('t', 2, fdiv(full, r) + 1) -- a bucket a capacity in debt: its update time that far ahead
 if st == nil then

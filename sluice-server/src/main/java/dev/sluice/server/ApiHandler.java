@@ -535,6 +535,12 @@ final class ApiHandler extends Handler.Abstract {
     }));
   }
 
+  /** The decision fields of a peek at {@code key} under {@code e}'s policy (what {@code GET /v1/peek} answers), for the admin API. */
+  Map<String, Object> peekFields(Entry e, String key) {
+    Decision d = e.limiter().peek(key, e.policy());
+    return HttpVerdict.of(d, null, key, ticker.nowMicros(), headers).fields();
+  }
+
   /** The verdict's decision fields, then the service's own: the refund ticket. */
   private String decisionBody(HttpVerdict verdict, String ticket) {
     return write(g -> {

@@ -24,7 +24,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * and every limiter reports its decisions, refunds and settlements to its listener, once each. Part
  * of {@link RateLimiterContract}.
  */
-public abstract sealed class PipelineCases extends BoundCases permits RateLimiterContract {
+public abstract sealed class PipelineCases extends BoundCases permits OverrideCases {
 
   PipelineCases() {}
 

@@ -32,12 +32,12 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>This class holds the base cases: trace replay against the model, tickets and refunds, decisions
  * at the edges, and budget identity. The other concerns stand in its sealed superclasses, one a file
  * ({@link KitFixtures} for the hooks and fixtures, {@link HotKeyCases}, {@link SettlementCases},
- * {@link OutageCases}, {@link BoundCases}, {@link PipelineCases}); extending this class runs them all.
+ * {@link OutageCases}, {@link BoundCases}, {@link PipelineCases}, {@link OverrideCases}); extending this class runs them all.
  *
  * <p>Every test builds its policies with fresh random names, so shared stores need no flushing
  * between tests or runs.
  */
-public abstract non-sealed class RateLimiterContract extends PipelineCases {
+public abstract non-sealed class RateLimiterContract extends OverrideCases {
 
   /** For a backend test class to extend. */
   protected RateLimiterContract() {}

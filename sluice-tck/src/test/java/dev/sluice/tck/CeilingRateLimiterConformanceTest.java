@@ -45,4 +45,9 @@ class CeilingRateLimiterConformanceTest extends RateLimiterContract {
     Policy ceiling = new Policy(policy.name() + "-ceiling", new Algorithm.FixedWindow(1L << 52, Duration.ofSeconds(1).toNanos() / 1_000));
     return CeilingRateLimiter.builder(MemoryRateLimiter.builder(policy).ticker(ticker).build(), ceiling);
   }
+
+  /** Per-key overrides are the keyed memory tier's (MemoryRateLimiter); this tier keeps no per-key configuration. */
+  @Override protected boolean overridesKeys() {
+    return false;
+  }
 }

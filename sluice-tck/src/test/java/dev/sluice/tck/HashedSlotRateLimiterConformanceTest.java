@@ -43,4 +43,9 @@ class HashedSlotRateLimiterConformanceTest extends RateLimiterContract {
   @Override protected boolean supports(Algorithm algorithm) {
     return !(algorithm instanceof Algorithm.SlidingLog);
   }
+
+  /** Per-key overrides are the keyed memory tier's (MemoryRateLimiter); this tier keeps no per-key configuration. */
+  @Override protected boolean overridesKeys() {
+    return false;
+  }
 }

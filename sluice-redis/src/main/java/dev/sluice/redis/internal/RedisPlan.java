@@ -3,6 +3,7 @@ package dev.sluice.redis.internal;
 import dev.sluice.Algorithm;
 import dev.sluice.Policy;
 import dev.sluice.Ticket;
+import dev.sluice.internal.AlgorithmKind;
 import dev.sluice.internal.Checks;
 import dev.sluice.internal.StoredId;
 
@@ -81,6 +82,34 @@ public final class RedisPlan {
   /** The Redis key holding {@code key}'s state under {@code policy}: its name and the key, nothing else, one hash tag. */
   public static String storedKey(Policy policy, String key) {
     return "sluice:{" + StoredId.key(policy.name(), key) + "}";
+  }
+
+  /** Where the override of the budget stored at {@code stored} is kept (the same hash tag: one Cluster slot; see prelude.lua). */
+  public static String overrideKey(String stored) {
+    return stored + ":o";
+  }
+
+  /**
+   * How this plan's policy is kept as a key's override: its script's letter and the parameters this
+   * plan sends, which the script reads instead of the caller's, then the algorithm as Sluice stores it
+   * ({@link AlgorithmKind#text}), which the client reads back: {@code t 5 1 1000000|token-bucket:5:1:1000000}.
+   */
+  public String overrideValue() {
+    return script.tag + " " + String.join(" ", params) + "|" + AlgorithmKind.text(policy.algorithm());
+  }
+
+  /**
+   * The policy an override's value (as a script replies it) stands for under {@code asked}'s name:
+   * {@code asked} itself when it is its algorithm. An {@link IllegalArgumentException} for a value
+   * Sluice did not write.
+   */
+  public static Policy overridden(Policy asked, String value) {
+    int bar = value == null ? -1 : value.indexOf('|');
+    if (bar < 0) {
+      throw new IllegalArgumentException("'" + value + "' is not an override Sluice wrote");
+    }
+    Algorithm a = AlgorithmKind.fromText(value.substring(bar + 1));
+    return a.equals(asked.algorithm()) ? asked : new Policy(asked.name(), a);
   }
 
   /** Where a ticket applied to the budget stored at {@code stored} is recorded as spent (the same hash tag: one Cluster slot). */

@@ -20,24 +20,46 @@ import java.util.HexFormat;
  * cost (which sends exactly the body the limiter sends) read it; no user does.
  */
 public enum RedisScript {
-  FIXED_WINDOW("fixed-window.lua"),
-  SLIDING_WINDOW("sliding-window.lua"),
-  TOKEN_BUCKET("token-bucket.lua"),
-  GCRA("gcra.lua"),
-  SLIDING_LOG("sliding-log.lua");
+  FIXED_WINDOW("fixed-window.lua", 'f'),
+  SLIDING_WINDOW("sliding-window.lua", 's'),
+  TOKEN_BUCKET("token-bucket.lua", 't'),
+  GCRA("gcra.lua", 'g'),
+  SLIDING_LOG("sliding-log.lua", 'l'),
+  /** Sets, clears and reads a key's override (no prelude: it decides nothing). */
+  OVERRIDE("override.lua", ' ');
 
   /** The prelude and the algorithm's file, its constants substituted: what EVAL sends. */
   public final String body;
   /** The SHA-1 of {@link #body}: what EVALSHA sends. */
   public final String sha;
+  /** The letter an override of this script's algorithm starts with ({@link RedisPlan#overrideValue}). */
+  public final char tag;
 
-  RedisScript(String file) {
-    this.body = (read("prelude.lua") + "\n" + read(file))
+  /**
+   * An algorithm's script is the prelude, then the algorithm's file as the body of one function, whose
+   * reply a decision under the key's override ends with the override's value (see prelude.lua).
+   */
+  RedisScript(String file, char tag) {
+    this.tag = tag;
+    String text = tag == ' ' ? read(file)
+        : read("prelude.lua").replace("${TAG}", String.valueOf(tag)) + "\nlocal function decide()\n" + read(file)
+            + "\nend\nlocal reply = decide()\nif OV and reply[1] == 0 then\n  reply[#reply + 1] = OV\nend\nreturn reply\n";
+    this.body = text
         .replace("${MAX_CLOCK}", Long.toString(Checks.MAX_CLOCK))
         .replace("${MAX_EXACT}", Long.toString(Checks.MAX_EXACT))
         .replace("${CLOCK_TOLERANCE}", Long.toString(Checks.CLOCK_TOLERANCE_MICROS))
         .replace("${MAX_STATE_WORD}", Long.toString(Checks.MAX_STATE_WORD));
     this.sha = sha1(body);
+  }
+
+  /** The algorithm script whose override letter is {@code tag}, or null. */
+  public static RedisScript ofTag(char tag) {
+    for (RedisScript s : values()) {
+      if (s.tag == tag && tag != ' ') {
+        return s;
+      }
+    }
+    return null;
   }
 
   private static String read(String name) {
