@@ -46,7 +46,7 @@ final class RouteCharge {
       if (policies == null || policies.isEmpty()) {
         throw new IllegalArgumentException("the Sluice filter names no policy; name one or more of sluice.policies");
       }
-      String where = "Sluice filter " + policies;
+      String where = RouteCharge.where(policies);
       List<String> names = new ArrayList<>(policies.size());
       for (String p : policies) {
         String n = p == null ? null : p.strip();
@@ -62,6 +62,11 @@ final class RouteCharge {
       return new Settings(where, List.copyOf(names.stream().map(n -> n == null ? "" : n).toList()), permits,
           RateLimitHeaders.of(f.ietf(), f.legacy()), RefundOn.parse(where + ": refund-on", refundOn));
     }
+  }
+
+  /** How a route of {@code policies} is named in messages: {@code Sluice filter [a, b]}. */
+  static String where(List<String> policies) {
+    return "Sluice filter " + policies;
   }
 
   /** {@code s} on the limiters of {@code registry}; a policy that is not there is refused with the policies that are. */

@@ -170,7 +170,7 @@ public final class SluiceFilterFunctions {
     Filter(Config c) {
       List<HeaderFamily> families = new ArrayList<>();
       for (String h : c.getHeaders() == null ? List.<String>of() : c.getHeaders()) {
-        families.add(HeaderFamily.parse("Sluice filter " + c.getPolicies() + ": headers", h));
+        families.add(HeaderFamily.parse(RouteCharge.where(c.getPolicies()) + ": headers", h));
       }
       this.settings = RouteCharge.Settings.of(c.getPolicies(), c.getPermits(), families, c.getRefundOn());
       this.keyResolver = c.getKeyResolver();
