@@ -43,6 +43,9 @@ public class MvcGatewayApp {
         .and(route("dsl-header").GET("/dsl-header/**", http()).before(uri(downstream))
             .filter(SluiceFilterFunctions.sluice(c -> c.setPolicies("b").setKeyResolver(KeyResolver.header("X-Client"))))
             .build())
+        // A handler of the application's own behind the filter: its ServerResponse's headers are read-only.
+        .and(route("local").GET("/local/**", r -> ServerResponse.ok().body("local"))
+            .filter(SluiceFilterFunctions.sluice(c -> c.setPolicies("b").setKeyResolver(clientKey))).build())
         // A policy that is not there: known on the route's first request only (see SluiceFilterFunctions).
         .and(route("nope").GET("/nope/**", http()).before(uri(downstream)).filter(SluiceFilterFunctions.sluice("nope")).build());
   }

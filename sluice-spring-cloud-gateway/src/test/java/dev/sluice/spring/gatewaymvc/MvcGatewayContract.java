@@ -124,6 +124,17 @@ abstract class MvcGatewayContract extends MvcGatewayContractBase {
     assertThat(refused.headers().firstValue("Content-Type")).hasValue("application/problem+json");
   }
 
+  @Test void aLocalHandlersAnswerCarriesTheLimitHeadersToo() throws Exception {
+    String id = id();
+    HttpResponse<String> ok = get("/local/l", id);
+    assertThat(ok.statusCode()).isEqualTo(200);
+    assertThat(ok.body()).isEqualTo("local");
+    assertThat(ok.headers().firstValue("X-RateLimit-Remaining")).hasValue("1");
+    assertThat(ok.headers().firstValue("RateLimit")).hasValueSatisfying(v -> assertThat(v).contains("r=1"));
+    assertThat(get("/local/l", id).statusCode()).isEqualTo(200);
+    assertThat(get("/local/l", id).statusCode()).isEqualTo(429);
+  }
+
   @Test void aSluiceHttpKeyResolverKeysADslRoute() throws Exception {
     String id = id();
     for (int i = 0; i < 2; i++) {
