@@ -12,6 +12,7 @@ module dev.sluice.http {
 
   exports dev.sluice.http;
   // What a servlet front end of Sluice's own needs and a user does not (the servlet request as the key
-  // resolvers see it, a refusal written as its verdict): the Spring starter's filter only. Not API.
-  exports dev.sluice.http.frontend to dev.sluice.spring.autoconfigure;
+  // resolvers see it, a refusal written as its verdict): the Spring starter's filter and the servlet gateway's
+  // (Spring Cloud Gateway Server MVC) only. Not API.
+  exports dev.sluice.http.frontend to dev.sluice.spring.autoconfigure, dev.sluice.spring.gateway;
 }

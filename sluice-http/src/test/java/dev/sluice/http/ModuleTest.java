@@ -35,7 +35,7 @@ class ModuleTest {
   @Test void exportsTheFrontEndHelpersOnlyToTheSpringStarter() throws Exception {
     Map<String, Set<String>> qualified = descriptor().exports().stream().filter(ModuleDescriptor.Exports::isQualified)
         .collect(Collectors.toMap(ModuleDescriptor.Exports::source, ModuleDescriptor.Exports::targets));
-    assertThat(qualified).containsExactly(Map.entry("dev.sluice.http.frontend", Set.of("dev.sluice.spring.autoconfigure")));
+    assertThat(qualified).containsExactly(Map.entry("dev.sluice.http.frontend", Set.of("dev.sluice.spring.autoconfigure", "dev.sluice.spring.gateway")));
   }
 
   @Test void theApiPackageHasNoHelperPublicOnlyForSiblings() throws Exception {

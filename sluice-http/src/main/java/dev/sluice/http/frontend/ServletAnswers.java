@@ -13,7 +13,7 @@ import java.util.List;
 
 /**
  * What a servlet front end of Sluice's own (the {@code RateLimitServletFilter}, the Spring starter's
- * filter) needs from {@code sluice-http} and a user does not: a servlet request as the key resolvers
+ * filter, the servlet gateway's filter) needs from {@code sluice-http} and a user does not: a servlet request as the key resolvers
  * see it, and a refusal written as its verdict says. Exported only to those modules: not API.
  */
 public final class ServletAnswers {

@@ -1,31 +1,21 @@
 package dev.sluice.spring.gateway;
 
-import dev.sluice.Decision;
-import dev.sluice.RateLimiter;
-import dev.sluice.Ticker;
 import dev.sluice.compose.AllOf;
 import dev.sluice.http.HttpRateLimit;
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.KeyResolver;
-import dev.sluice.http.RateLimitHeaders;
-import dev.sluice.http.TrustedProxies;
 import dev.sluice.kernel.HeaderFamily;
 import dev.sluice.spring.RateLimiterRegistry;
 import dev.sluice.spring.SluiceProperties;
 import dev.sluice.spring.SluiceWebFilter;
+import dev.sluice.spring.gateway.RouteCharge.Charged;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.cloud.gateway.filter.GatewayFilter;
 import org.springframework.cloud.gateway.filter.GatewayFilterChain;
 import org.springframework.cloud.gateway.filter.factory.AbstractGatewayFilterFactory;
-import org.springframework.context.expression.BeanFactoryResolver;
-import org.springframework.expression.Expression;
-import org.springframework.expression.ParseException;
-import org.springframework.expression.spel.standard.SpelExpressionParser;
-import org.springframework.expression.spel.support.StandardEvaluationContext;
 import org.springframework.http.HttpStatusCode;
 import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.web.server.ServerWebExchange;
@@ -60,19 +50,15 @@ import reactor.core.publisher.Mono;
  * loop before the response is committed, as the WebFlux filter's.
  */
 public class SluiceGatewayFilterFactory extends AbstractGatewayFilterFactory<SluiceGatewayFilterFactory.Config> {
-  private static final System.Logger LOG = System.getLogger(SluiceGatewayFilterFactory.class.getName());
-
   private final RateLimiterRegistry registry;
   private final BeanFactory beans;
   private final KeyResolver address;
-  private final SpelExpressionParser parser = new SpelExpressionParser();
 
   public SluiceGatewayFilterFactory(RateLimiterRegistry registry, SluiceProperties props, BeanFactory beans) {
     super(Config.class);
     this.registry = registry;
     this.beans = beans;
-    List<String> proxies = props.getHttp().getTrustedProxies();
-    this.address = KeyResolver.forwardedFor(proxies.isEmpty() ? TrustedProxies.none() : TrustedProxies.of(proxies));
+    this.address = RouteCharge.clientAddress(props);
   }
 
   /** Most policies the shortcut form names ({@code - Sluice=a,b,...}); the full form has no such limit. */
@@ -156,88 +142,34 @@ public class SluiceGatewayFilterFactory extends AbstractGatewayFilterFactory<Slu
     }
   }
 
-  /** One route's compiled filter. */
+  /** One route's compiled filter: the route's {@link RouteCharge} and the reactive server's way of waiting and writing. */
   private final class Route implements GatewayFilter {
-    private final List<RateLimiter> limiters = new ArrayList<>();
-    private final long permits;
-    private final RateLimitHeaders families;
-    /** The clock of every verdict: the first limiter's, as HttpRateLimit chooses it for the HTTP filters. */
-    private final Ticker ticker;
-    private final RefundOn refundOn;
+    private final RouteCharge route;
     private final Function<ServerWebExchange, Mono<String>> key;
-    /** AllOf.charge is synchronous: off the event loop unless every leg is in this process. */
-    private final boolean offLoop;
-    private final String where;
 
     Route(Config c) {
-      this.where = "Sluice filter " + c.getPolicies();
-      if (c.getPolicies() == null || c.getPolicies().isEmpty()) {
-        throw new IllegalArgumentException("the Sluice filter names no policy; name one or more of sluice.policies "
-            + registry.limiters().keySet());
-      }
-      for (String p : c.getPolicies()) {
-        RateLimiter l = registry.limiter(p == null ? null : p.strip());
-        if (limiters.contains(l)) {
-          throw new IllegalArgumentException(where + " names policy '" + p.strip() + "' twice");
-        }
-        limiters.add(l);
-      }
-      if (c.getPermits() < 1) {
-        throw new IllegalArgumentException(where + ": permits is " + c.getPermits() + "; a request costs at least 1 permit");
-      }
-      this.permits = c.getPermits();
-      HeaderFamily f = HeaderFamily.union(c.getHeaders() == null ? List.of() : c.getHeaders());
-      this.families = RateLimitHeaders.of(f.ietf(), f.legacy());
-      this.ticker = HttpRateLimit.builder(limiters.get(0)).build().ticker();
-      this.refundOn = RefundOn.parse(where + ": refund-on", c.getRefundOn());
+      this.route = new RouteCharge(registry, RouteCharge.Settings.of(c.getPolicies(), c.getPermits(), c.getHeaders(), c.getRefundOn()));
       this.key = keyOf(c);
-      this.offLoop = limiters.size() > 1 && !"memory".equals(registry.store());
     }
 
     private Function<ServerWebExchange, Mono<String>> keyOf(Config c) {
       Object r = c.getKeyResolver();
       if (r instanceof String name && !name.isBlank()) {
-        r = beans.getBean(name.strip().replaceFirst("^#\\{@(.*)}$", "$1"),
-            org.springframework.cloud.gateway.filter.ratelimit.KeyResolver.class);
+        r = beans.getBean(RouteCharge.beanName(name), org.springframework.cloud.gateway.filter.ratelimit.KeyResolver.class);
       }
       if (r instanceof org.springframework.cloud.gateway.filter.ratelimit.KeyResolver resolver) {
-        if (c.getKey() != null && !c.getKey().isBlank()) {
-          throw new IllegalArgumentException(where + " has both key-resolver and key; give one");
-        }
+        RouteCharge.oneKeySource(route.where, true, c.getKey());
         return exchange -> resolver.resolve(exchange).map(HttpRateLimit::normalize).defaultIfEmpty(KeyResolver.UNKNOWN);
       }
       if (r != null && !(r instanceof String)) {
-        throw new IllegalArgumentException(where + ": key-resolver is a " + r.getClass().getName()
+        throw new IllegalArgumentException(route.where + ": key-resolver is a " + r.getClass().getName()
             + ", not a gateway KeyResolver");
       }
       if (c.getKey() != null && !c.getKey().isBlank()) {
-        Expression e;
-        try {
-          e = parser.parseExpression(c.getKey());
-        } catch (ParseException x) {
-          throw new IllegalArgumentException(where + ": key '" + c.getKey() + "' is not a SpEL expression: " + x.getMessage(), x);
-        }
-        BeanFactoryResolver resolver = new BeanFactoryResolver(beans);
-        AtomicBoolean warned = new AtomicBoolean();
-        return exchange -> Mono.just(HttpRateLimit.normalize(evaluate(e, resolver, exchange, warned)));
+        KeyExpression e = KeyExpression.parse(route.where, c.getKey(), beans);
+        return exchange -> Mono.just(HttpRateLimit.normalize(e.evaluate(exchange)));
       }
       return exchange -> Mono.just(HttpRateLimit.normalize(address.resolve(SluiceWebFilter.requestView(exchange.getRequest(), null))));
-    }
-
-    private String evaluate(Expression e, BeanFactoryResolver resolver, ServerWebExchange exchange, AtomicBoolean warned) {
-      try {
-        StandardEvaluationContext ctx = new StandardEvaluationContext(exchange);
-        ctx.setBeanResolver(resolver);
-        Object v = e.getValue(ctx);
-        return v == null ? null : v.toString();
-      } catch (RuntimeException x) {
-        // As the starter's rules: a failing expression is no way around the limit, nor an error page.
-        if (warned.compareAndSet(false, true)) {
-          LOG.log(System.Logger.Level.WARNING, where + ": key failed on a request (" + x + "); such requests are charged to the key '"
-              + KeyResolver.UNKNOWN + "'", x);
-        }
-        return null;
-      }
     }
 
     @Override public Mono<Void> filter(ServerWebExchange exchange, GatewayFilterChain chain) {
@@ -246,28 +178,22 @@ public class SluiceGatewayFilterFactory extends AbstractGatewayFilterFactory<Slu
 
     /** The decision on {@code k} and, when allowed, how to give it back. */
     private Mono<Charged> charge(ServerWebExchange exchange, String k) {
-      if (limiters.size() == 1) {
-        RateLimiter l = limiters.get(0);
-        return Mono.fromCompletionStage(() -> l.tryAcquireAsync(k, permits, l.policy()))
-            .map(d -> new Charged(d, () -> d.ticket().ifPresent(l::refund)));
+      if (route.single()) {
+        return Mono.fromCompletionStage(() -> route.chargeAsync(k));
       }
-      List<AllOf.Charge> charges = new ArrayList<>(limiters.size());
-      for (RateLimiter l : limiters) {
-        charges.add(AllOf.Charge.of(l, k, permits));
-      }
-      Mono<Charged> all = Mono.fromSupplier(() -> {
-        AllOf.Result r = AllOf.charge(charges);
-        return new Charged(r.decision(), r::refund);
-      });
-      return offLoop ? SluiceWebFilter.offEventLoop(exchange.getRequest(), all) : all;
+      Mono<Charged> all = Mono.fromSupplier(() -> route.charge(k));
+      return route.waitsOnStore() ? SluiceWebFilter.offEventLoop(exchange.getRequest(), all) : all;
     }
 
     private Mono<Void> answer(ServerWebExchange exchange, GatewayFilterChain chain, Charged c) {
-      HttpVerdict verdict = HttpVerdict.of(c.decision, ticker.nowMicros(), families);
+      HttpVerdict verdict = route.verdict(c.decision);
       ServerHttpResponse response = exchange.getResponse();
-      Mono<Void> refusal = SluiceWebFilter.write(response, verdict);
-      if (!verdict.allowed() || refundOn.never()) {
-        return verdict.allowed() ? chain.filter(exchange) : refusal;
+      Mono<Void> written = SluiceWebFilter.write(response, verdict); // allowed: the limit headers, set now
+      if (!verdict.allowed()) {
+        return written;
+      }
+      if (route.neverRefunds()) {
+        return chain.filter(exchange);
       }
       // Before the commit, as the WebFlux filter: a client that reads its answer finds the permits back.
       response.beforeCommit(() -> refund(exchange, c, false, status(response)));
@@ -275,31 +201,15 @@ public class SluiceGatewayFilterFactory extends AbstractGatewayFilterFactory<Slu
     }
 
     private Mono<Void> refund(ServerWebExchange exchange, Charged c, boolean threw, int status) {
-      if (!refundOn.refunds(threw, status) || !c.claim()) {
+      if (!route.refunds(threw, status) || !c.claim()) {
         return Mono.empty();
       }
-      return SluiceWebFilter.offEventLoop(exchange.getRequest(), Mono.fromRunnable(c.refund).then());
+      return SluiceWebFilter.offEventLoop(exchange.getRequest(), Mono.fromRunnable(c::refund).then());
     }
   }
 
   private static int status(ServerHttpResponse response) {
     HttpStatusCode s = response.getStatusCode();
     return s == null ? 200 : s.value();
-  }
-
-  /** A request's decision and the refund of everything it charged, given at most once. */
-  private static final class Charged {
-    final Decision decision;
-    final Runnable refund;
-    private final AtomicBoolean spent = new AtomicBoolean();
-
-    Charged(Decision decision, Runnable refund) {
-      this.decision = decision;
-      this.refund = refund;
-    }
-
-    boolean claim() {
-      return decision.allowed() && !spent.getAndSet(true);
-    }
   }
 }

@@ -10,13 +10,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The real server behind the gateway: answers every path with 200 "ok", or with the status of its
- * {@code status} query parameter ({@code ?status=500}); counts what reaches it.
+ * {@code status} query parameter ({@code ?status=500}); counts what reaches it. Also the servlet gateway's
+ * (its tests, in dev.sluice.spring.gatewaymvc).
  */
-final class Downstream implements AutoCloseable {
+public final class Downstream implements AutoCloseable {
   final HttpServer server;
-  final AtomicInteger hits = new AtomicInteger();
+  /** Requests that reached it. */
+  public final AtomicInteger hits = new AtomicInteger();
 
-  Downstream() throws IOException {
+  public Downstream() throws IOException {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     server.setExecutor(Executors.newFixedThreadPool(8));
     server.createContext("/", x -> {
@@ -32,7 +34,7 @@ final class Downstream implements AutoCloseable {
     server.start();
   }
 
-  String url() {
+  public String url() {
     return "http://127.0.0.1:" + server.getAddress().getPort();
   }
 

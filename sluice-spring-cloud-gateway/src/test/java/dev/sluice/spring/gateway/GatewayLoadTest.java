@@ -51,9 +51,10 @@ class GatewayLoadTest {
         builtin[i] = round(base, "/builtin/l", ROUND_NANOS);
       }
       String load = Files.readString(Path.of("/proc/loadavg")).strip();
+      // The ratio per round (Sluice / RedisRateLimiter, the two rounds side by side in time), the load average beside it.
       String line = String.format(Locale.ROOT, "gateway load (16 threads, shared Redis): Sluice filter %.0f %.0f %.0f req/s; "
-          + "RedisRateLimiter %.0f %.0f %.0f req/s; loadavg %s", sluice[0], sluice[1], sluice[2], builtin[0], builtin[1],
-          builtin[2], load);
+          + "RedisRateLimiter %.0f %.0f %.0f req/s; ratio %.2f %.2f %.2f; loadavg %s", sluice[0], sluice[1], sluice[2],
+          builtin[0], builtin[1], builtin[2], sluice[0] / builtin[0], sluice[1] / builtin[1], sluice[2] / builtin[2], load);
       System.out.println(line);
       assertThat(sluice[2]).isPositive();
     }
