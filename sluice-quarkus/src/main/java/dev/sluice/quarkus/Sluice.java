@@ -55,7 +55,7 @@ public class Sluice {
   @Inject
   Sluice(SluiceConfig config, Instance<Ticker> tickers, Instance<RateLimitListener> listeners) {
     this.ticker = tickers.isResolvable() ? tickers.get() : Ticker.system();
-    RateLimitListener listener = listeners.isResolvable() ? listeners.get() : RateLimitListener.NONE;
+    RateLimitListener listener = listener(listeners);
     List<Policy> policies = policies(config.policies());
     Function<Policy, FailureMode> failureModes = FailureModeWords.parse("sluice.failure-mode", config.failureMode(),
         (p, reason, cause) -> LOG.log(System.Logger.Level.WARNING, "rate-limit store failed for policy '" + p.name()
@@ -71,6 +71,47 @@ public class Sluice {
     this.readiness = new Readiness(store, Duration.ofSeconds(1).toNanos(), System::nanoTime);
     LOG.log(System.Logger.Level.INFO, "Sluice: " + policies.size() + " polic" + (policies.size() == 1 ? "y" : "ies")
         + " on " + store.describe() + ", " + rules.size() + " HTTP rule(s)");
+  }
+
+  /**
+   * Every {@link RateLimitListener} bean of the application, and the extension's meters when it
+   * registers them ({@link SluiceMeters}): none is {@link RateLimitListener#NONE}, one is itself,
+   * several are told in turn, each guarded
+   * ({@link RateLimitListener#guarded}).
+   */
+  private static RateLimitListener listener(Instance<RateLimitListener> beans) {
+    List<RateLimitListener> all = new ArrayList<>();
+    for (RateLimitListener l : beans) {
+      all.add(l);
+    }
+    if (all.size() < 2) {
+      return all.isEmpty() ? RateLimitListener.NONE : all.get(0);
+    }
+    List<RateLimitListener> each = new ArrayList<>();
+    for (RateLimitListener l : all) { // one that throws is logged, and the others are still told
+      each.add(RateLimitListener.guarded(l, true));
+    }
+    return new RateLimitListener() {
+      @Override public void onDecision(dev.sluice.Decision d, String key) {
+        each.forEach(l -> l.onDecision(d, key));
+      }
+
+      @Override public void onRefusal(dev.sluice.Decision d, String key) {
+        each.forEach(l -> l.onRefusal(d, key));
+      }
+
+      @Override public void onRefund(Policy policy, dev.sluice.Refund result) {
+        each.forEach(l -> l.onRefund(policy, result));
+      }
+
+      @Override public void onSettle(Policy policy, dev.sluice.Settlement result) {
+        each.forEach(l -> l.onSettle(policy, result));
+      }
+
+      @Override public void onStoreCall(Policy policy, long latencyNanos, Throwable error) {
+        each.forEach(l -> l.onStoreCall(policy, latencyNanos, error));
+      }
+    };
   }
 
   /**
