@@ -37,6 +37,9 @@ import java.util.function.Function;
  * {@link PolicyTable}), the HTTP rules, and the store's {@link Readiness}. A mistake in any of them
  * stops the application at start with a message naming the property, the value and the rule.
  *
+ * <p>The store is the one {@code sluice.store} names, unless the application has a {@link Store} bean,
+ * which replaces it (a store of its own making; the application closes it).
+ *
  * <p>The clock is the system's, unless the application has a {@link Ticker} bean (a test's frozen
  * clock): the memory store decides on it and every verdict is rendered against it. Every limiter
  * reports to the application's {@link RateLimitListener} bean when it has one (sluice-micrometer's
@@ -47,25 +50,32 @@ public class Sluice {
   private static final System.Logger LOG = System.getLogger(Sluice.class.getName());
 
   private final Store store;
+  /** False when the store is the application's {@link Store} bean: the application closes it, not Sluice. */
+  private final boolean ownsStore;
   private final PolicyTable<Void> table;
   private final HttpRules rules;
   private final Readiness readiness;
   private final Ticker ticker;
 
   @Inject
-  Sluice(SluiceConfig config, Instance<Ticker> tickers, Instance<RateLimitListener> listeners) {
+  Sluice(SluiceConfig config, Instance<Ticker> tickers, Instance<RateLimitListener> listeners, Instance<Store> stores) {
     this.ticker = tickers.isResolvable() ? tickers.get() : Ticker.system();
     RateLimitListener listener = listener(listeners);
     List<Policy> policies = policies(config.policies());
     Function<Policy, FailureMode> failureModes = FailureModeWords.parse("sluice.failure-mode", config.failureMode(),
         (p, reason, cause) -> LOG.log(System.Logger.Level.WARNING, "rate-limit store failed for policy '" + p.name()
             + "' (" + reason + "); allowing under sluice.failure-mode=open", cause), config.maxKeys());
-    this.store = open(config, failureModes, ticker);
+    // The application's Store bean replaces sluice.store (as the Spring starter's does); sluice.failure-mode is
+    // still read above, so that a setting is never accepted unread.
+    this.ownsStore = !stores.isResolvable();
+    this.store = ownsStore ? open(config, failureModes, ticker) : stores.get();
     try {
       this.table = new PolicyTable<>(store, policies, p -> null, a -> listener);
       this.rules = new HttpRules(config.http(), this::limiter, ticker);
     } catch (RuntimeException e) {
-      store.close();
+      if (ownsStore) {
+        store.close();
+      }
       throw e;
     }
     this.readiness = new Readiness(store, Duration.ofSeconds(1).toNanos(), System::nanoTime);
@@ -252,6 +262,8 @@ public class Sluice {
 
   @PreDestroy
   void close() {
-    store.close();
+    if (ownsStore) {
+      store.close();
+    }
   }
 }
