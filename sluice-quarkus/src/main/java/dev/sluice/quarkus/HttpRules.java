@@ -91,8 +91,8 @@ final class HttpRules {
         this.rateLimit = HttpRateLimit.builder(limiter).policy(policy).keyResolver(key)
             .headers(RateLimitHeaders.of(union.ietf(), union.legacy())).ticker(ticker)
             .skipSuccessfulRequests(r.skipOnSuccess()).skipFailedRequests(r.skipOnFailure()).build();
-      } catch (IllegalStateException e) { // the kernel's RefundRule: both skip options at once
-        throw new IllegalArgumentException(where + ".skip-on-success and " + where + ".skip-on-failure: " + e.getMessage(), e);
+      } catch (IllegalStateException e) { // the kernel's RefundRule: both skip options at once, a conflict
+        throw new IllegalStateException(where + ".skip-on-success and " + where + ".skip-on-failure: " + e.getMessage(), e);
       }
       List<Pattern> ps = new ArrayList<>();
       for (String p : r.patterns().orElse(List.of())) {
