@@ -87,8 +87,13 @@ final class HttpRules {
         families.add(HeaderFamily.parse(where + ".headers", h));
       }
       HeaderFamily union = HeaderFamily.union(families);
-      this.rateLimit = HttpRateLimit.builder(limiter).policy(policy).keyResolver(key)
-          .headers(RateLimitHeaders.of(union.ietf(), union.legacy())).ticker(ticker).build();
+      try {
+        this.rateLimit = HttpRateLimit.builder(limiter).policy(policy).keyResolver(key)
+            .headers(RateLimitHeaders.of(union.ietf(), union.legacy())).ticker(ticker)
+            .skipSuccessfulRequests(r.skipOnSuccess()).skipFailedRequests(r.skipOnFailure()).build();
+      } catch (IllegalStateException e) { // the kernel's RefundRule: both skip options at once, a conflict
+        throw new IllegalStateException(where + ".skip-on-success and " + where + ".skip-on-failure: " + e.getMessage(), e);
+      }
       List<Pattern> ps = new ArrayList<>();
       for (String p : r.patterns().orElse(List.of())) {
         ps.add(pattern(where + ".patterns", p));
@@ -155,6 +160,11 @@ final class HttpRules {
         }
       }
       return false;
+    }
+
+    /** True when the handler's outcome matters: a skip option is on. */
+    boolean refundsPossible() {
+      return rateLimit.skipFailedRequests() || rateLimit.skipSuccessfulRequests();
     }
 
     String keyOf(RequestView request) {

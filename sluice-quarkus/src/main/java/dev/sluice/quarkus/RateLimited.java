@@ -38,4 +38,12 @@ public @interface RateLimited {
   /** Permits each call costs; at least 1. */
   @Nonbinding
   long permits() default 1;
+
+  /**
+   * Give the permits back when the call fails: the method throws, or its {@code Uni} or stage fails
+   * (the kernel's {@code RefundRule.ON_FAILURE}, as an HTTP rule's {@code skip-on-failure}). Off by
+   * default: a call that throws stays charged, as under the Spring starter's {@code @RateLimited}.
+   */
+  @Nonbinding
+  boolean skipOnFailure() default false;
 }

@@ -2,6 +2,9 @@ package dev.sluice.quarkus;
 
 import dev.sluice.Decision;
 import dev.sluice.RateLimiter;
+import dev.sluice.Ticket;
+import dev.sluice.kernel.RefundRule;
+import io.smallrye.mutiny.infrastructure.Infrastructure;
 import dev.sluice.guard.RateLimitExceededException;
 import dev.sluice.http.HttpRateLimit;
 import dev.sluice.kernel.Keys;
@@ -37,7 +40,25 @@ public class RateLimitedInterceptor {
   }
 
   /** What an annotated method means, worked out once: its limiter, where its key comes from, its permits. */
-  record Plan(RateLimiter limiter, String literalKey, int argument, long permits, Kind kind) {}
+  record Plan(RateLimiter limiter, String literalKey, int argument, long permits, Kind kind, RefundRule refunds,
+      boolean inMemory) {
+    /**
+     * A failed call's permits back when the plan says so (a refund is a synchronous store call: on a
+     * shared store it runs on a worker thread, never on the caller's, which may be an event loop);
+     * done when the refund is, or at once when none is due.
+     */
+    CompletionStage<Void> refundFailed(Decision d) {
+      if (!refunds.refunds(true, -1) || d.ticket().isEmpty()) {
+        return CompletableFuture.completedFuture(null);
+      }
+      Ticket ticket = d.ticket().get();
+      if (inMemory) {
+        limiter.refund(ticket);
+        return CompletableFuture.completedFuture(null);
+      }
+      return CompletableFuture.runAsync(() -> limiter.refund(ticket), Infrastructure.getDefaultWorkerPool());
+    }
+  }
 
   enum Kind { SYNC, UNI, STAGE }
 
@@ -54,29 +75,42 @@ public class RateLimitedInterceptor {
               if (!d.allowed()) {
                 return Uni.createFrom().failure(new RateLimitExceededException(d));
               }
+              Uni<?> call;
               try {
-                return (Uni<?>) ctx.proceed();
+                call = (Uni<?>) ctx.proceed();
               } catch (Exception e) {
-                return Uni.createFrom().failure(e);
+                call = Uni.createFrom().failure(e);
               }
+              return call.onFailure().call(e -> Uni.createFrom().completionStage(() -> plan.refundFailed(d)));
             });
       case STAGE:
         return plan.limiter.tryAcquireAsync(key, plan.permits, plan.limiter.policy()).thenCompose(d -> {
           if (!d.allowed()) {
             return CompletableFuture.failedFuture(new RateLimitExceededException(d));
           }
+          CompletionStage<?> call;
           try {
-            return (CompletionStage<?>) ctx.proceed();
+            call = (CompletionStage<?>) ctx.proceed();
           } catch (Exception e) {
-            return CompletableFuture.failedFuture(e);
+            call = CompletableFuture.failedFuture(e);
           }
+          return call.handle((v, e) -> e == null ? CompletableFuture.<Object>completedFuture(v)
+              : plan.refundFailed(d).<Object>thenCompose(x -> CompletableFuture.failedFuture(e)))
+              .thenCompose(x -> x);
         });
       default:
         Decision d = plan.limiter.tryAcquire(key, plan.permits, plan.limiter.policy());
         if (!d.allowed()) {
           throw new RateLimitExceededException(d);
         }
-        return ctx.proceed();
+        try {
+          return ctx.proceed();
+        } catch (Exception | Error e) {
+          if (plan.refunds.refunds(true, -1)) { // a synchronous call: its refund on the same thread
+            d.ticket().ifPresent(plan.limiter::refund);
+          }
+          throw e;
+        }
     }
   }
 
@@ -123,7 +157,8 @@ public class RateLimitedInterceptor {
     }
     Class<?> r = method.getReturnType();
     Kind kind = Uni.class.isAssignableFrom(r) ? Kind.UNI : CompletionStage.class.isAssignableFrom(r) ? Kind.STAGE : Kind.SYNC;
-    return new Plan(limiter, key, argument, a.permits(), kind);
+    RefundRule refunds = RefundRule.of(a.skipOnFailure(), false, where + ": skipOnFailure");
+    return new Plan(limiter, key, argument, a.permits(), kind, refunds, "memory".equals(sluice.store().name()));
   }
 
   /** How a message names an annotated method: {@code @RateLimited on com.example.Reports.export}. */

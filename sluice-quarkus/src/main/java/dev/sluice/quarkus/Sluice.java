@@ -37,6 +37,9 @@ import java.util.function.Function;
  * {@link PolicyTable}), the HTTP rules, and the store's {@link Readiness}. A mistake in any of them
  * stops the application at start with a message naming the property, the value and the rule.
  *
+ * <p>The store is the one {@code sluice.store} names, unless the application has a {@link Store} bean,
+ * which replaces it (a store of its own making; the application closes it).
+ *
  * <p>The clock is the system's, unless the application has a {@link Ticker} bean (a test's frozen
  * clock): the memory store decides on it and every verdict is rendered against it. Every limiter
  * reports to the application's {@link RateLimitListener} bean when it has one (sluice-micrometer's
@@ -47,30 +50,78 @@ public class Sluice {
   private static final System.Logger LOG = System.getLogger(Sluice.class.getName());
 
   private final Store store;
+  /** False when the store is the application's {@link Store} bean: the application closes it, not Sluice. */
+  private final boolean ownsStore;
   private final PolicyTable<Void> table;
   private final HttpRules rules;
   private final Readiness readiness;
   private final Ticker ticker;
 
   @Inject
-  Sluice(SluiceConfig config, Instance<Ticker> tickers, Instance<RateLimitListener> listeners) {
+  Sluice(SluiceConfig config, Instance<Ticker> tickers, Instance<RateLimitListener> listeners, Instance<Store> stores) {
     this.ticker = tickers.isResolvable() ? tickers.get() : Ticker.system();
-    RateLimitListener listener = listeners.isResolvable() ? listeners.get() : RateLimitListener.NONE;
+    RateLimitListener listener = listener(listeners);
     List<Policy> policies = policies(config.policies());
     Function<Policy, FailureMode> failureModes = FailureModeWords.parse("sluice.failure-mode", config.failureMode(),
         (p, reason, cause) -> LOG.log(System.Logger.Level.WARNING, "rate-limit store failed for policy '" + p.name()
             + "' (" + reason + "); allowing under sluice.failure-mode=open", cause), config.maxKeys());
-    this.store = open(config, failureModes, ticker);
+    // The application's Store bean replaces sluice.store (as the Spring starter's does); sluice.failure-mode is
+    // still read above, so that a setting is never accepted unread.
+    this.ownsStore = !stores.isResolvable();
+    this.store = ownsStore ? open(config, failureModes, ticker) : stores.get();
     try {
       this.table = new PolicyTable<>(store, policies, p -> null, a -> listener);
       this.rules = new HttpRules(config.http(), this::limiter, ticker);
     } catch (RuntimeException e) {
-      store.close();
+      if (ownsStore) {
+        store.close();
+      }
       throw e;
     }
     this.readiness = new Readiness(store, Duration.ofSeconds(1).toNanos(), System::nanoTime);
     LOG.log(System.Logger.Level.INFO, "Sluice: " + policies.size() + " polic" + (policies.size() == 1 ? "y" : "ies")
         + " on " + store.describe() + ", " + rules.size() + " HTTP rule(s)");
+  }
+
+  /**
+   * Every {@link RateLimitListener} bean of the application, and the extension's meters when it
+   * registers them ({@link SluiceMeters}): none is {@link RateLimitListener#NONE}, one is itself,
+   * several are told in turn, each guarded
+   * ({@link RateLimitListener#guarded}).
+   */
+  private static RateLimitListener listener(Instance<RateLimitListener> beans) {
+    List<RateLimitListener> all = new ArrayList<>();
+    for (RateLimitListener l : beans) {
+      all.add(l);
+    }
+    if (all.size() < 2) {
+      return all.isEmpty() ? RateLimitListener.NONE : all.get(0);
+    }
+    List<RateLimitListener> each = new ArrayList<>();
+    for (RateLimitListener l : all) { // one that throws is logged, and the others are still told
+      each.add(RateLimitListener.guarded(l, true));
+    }
+    return new RateLimitListener() {
+      @Override public void onDecision(dev.sluice.Decision d, String key) {
+        each.forEach(l -> l.onDecision(d, key));
+      }
+
+      @Override public void onRefusal(dev.sluice.Decision d, String key) {
+        each.forEach(l -> l.onRefusal(d, key));
+      }
+
+      @Override public void onRefund(Policy policy, dev.sluice.Refund result) {
+        each.forEach(l -> l.onRefund(policy, result));
+      }
+
+      @Override public void onSettle(Policy policy, dev.sluice.Settlement result) {
+        each.forEach(l -> l.onSettle(policy, result));
+      }
+
+      @Override public void onStoreCall(Policy policy, long latencyNanos, Throwable error) {
+        each.forEach(l -> l.onStoreCall(policy, latencyNanos, error));
+      }
+    };
   }
 
   /**
@@ -211,6 +262,8 @@ public class Sluice {
 
   @PreDestroy
   void close() {
-    store.close();
+    if (ownsStore) {
+      store.close();
+    }
   }
 }

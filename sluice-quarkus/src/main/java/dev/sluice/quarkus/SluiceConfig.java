@@ -136,6 +136,14 @@ public interface SluiceConfig {
     @WithDefault("1")
     long permits();
 
+    /** Give the permits back when the handler answers below 400 (only failures count: a login form). */
+    @WithDefault("false")
+    boolean skipOnSuccess();
+
+    /** Give the permits back when the handler fails or answers 5xx (a failed request does not count). */
+    @WithDefault("false")
+    boolean skipOnFailure();
+
     /**
      * Which limit header families to send: {@code ietf}, {@code legacy}, {@code all}, {@code none}
      * (a list is their union); {@code Retry-After} is always sent on a refusal.

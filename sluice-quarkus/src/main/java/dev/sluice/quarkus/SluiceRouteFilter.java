@@ -1,6 +1,7 @@
 package dev.sluice.quarkus;
 
 import dev.sluice.Decision;
+import dev.sluice.Ticket;
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RequestView;
 import io.quarkus.vertx.http.runtime.filters.Filters;
@@ -34,10 +35,13 @@ public class SluiceRouteFilter {
   private final Sluice sluice;
   /** Quarkus's own endpoints ({@code /q/health}, ...): never charged, so a probe is never refused. */
   private final String nonApplication;
+  /** The memory store decides and refunds on the caller's thread without waiting on anything. */
+  private final boolean inMemory;
 
   @Inject
   SluiceRouteFilter(Sluice sluice) {
     this.sluice = sluice;
+    this.inMemory = "memory".equals(sluice.store().name());
     Config config = ConfigProvider.getConfig();
     String root = config.getOptionalValue("quarkus.http.root-path", String.class).orElse("/");
     String q = config.getOptionalValue("quarkus.http.non-application-root-path", String.class).orElse("q");
@@ -80,7 +84,7 @@ public class SluiceRouteFilter {
     });
   }
 
-  private static void answer(RoutingContext rc, HttpRules.Rule rule, Decision d, Throwable e) {
+  private void answer(RoutingContext rc, HttpRules.Rule rule, Decision d, Throwable e) {
     if (e != null) { // a limiter never fails for store trouble: this is a bug, not an outage
       rc.fail(e);
       return;
@@ -88,12 +92,38 @@ public class SluiceRouteFilter {
     answer(rc, rule, d);
   }
 
-  private static void answer(RoutingContext rc, HttpRules.Rule rule, Decision d) {
+  private void answer(RoutingContext rc, HttpRules.Rule rule, Decision d) {
     HttpVerdict verdict = rule.verdict(d);
     Responses.write(verdict, rc.response());
     if (verdict.allowed()) {
+      refundAfter(rc, rule, d);
       rc.next();
     }
+  }
+
+  /**
+   * Under {@code skip-on-success} / {@code skip-on-failure}, the kernel's {@code RefundRule} applied
+   * when the response has ended: a route that failed counts as a throw, else the status sent (unknown
+   * when the connection closed first). A refund is a synchronous store call: on the memory store it
+   * runs on the spot, on a shared store on a Vert.x worker, never on the event loop.
+   */
+  private void refundAfter(RoutingContext rc, HttpRules.Rule rule, Decision d) {
+    if (!rule.refundsPossible() || d.ticket().isEmpty()) {
+      return;
+    }
+    Ticket ticket = d.ticket().get();
+    rc.addEndHandler(ended -> {
+      boolean threw = rc.failure() != null;
+      int status = ended.succeeded() ? rc.response().getStatusCode() : -1;
+      if (!rule.rateLimit.refunds(threw, status)) {
+        return;
+      }
+      if (inMemory) {
+        rule.limiter.refund(ticket);
+      } else {
+        rc.vertx().executeBlocking(() -> rule.limiter.refund(ticket), false);
+      }
+    });
   }
 
   /** A Vert.x request as the key resolvers see it. */

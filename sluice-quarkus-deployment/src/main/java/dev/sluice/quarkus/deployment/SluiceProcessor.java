@@ -7,6 +7,7 @@ import dev.sluice.quarkus.Sluice;
 import dev.sluice.quarkus.SluiceReadinessCheck;
 import dev.sluice.quarkus.SluiceRouteFilter;
 import io.quarkus.arc.deployment.AdditionalBeanBuildItem;
+import io.quarkus.bootstrap.classloading.QuarkusClassLoader;
 import io.quarkus.deployment.Capabilities;
 import io.quarkus.deployment.Capability;
 import io.quarkus.deployment.annotations.BuildProducer;
@@ -33,6 +34,21 @@ class SluiceProcessor {
         .addBeanClasses(RateLimited.class, RateLimitedInterceptor.class, Sluice.class, SluiceRouteFilter.class,
             SluiceReadinessCheck.class)
         .setUnremovable().build();
+  }
+
+  /**
+   * Sluice's meters ({@code dev.sluice.quarkus.SluiceMeters}) when the application has
+   * {@code quarkus-micrometer} and {@code sluice-micrometer}; named, not referenced, so that this
+   * step never loads a Micrometer class when they are absent.
+   */
+  @BuildStep
+  void meters(Capabilities capabilities, BuildProducer<AdditionalBeanBuildItem> beans) {
+    // quarkus-micrometer provides io.quarkus.metrics; Micrometer's registry on the class path tells it from another.
+    if (capabilities.isPresent(Capability.METRICS)
+        && QuarkusClassLoader.isClassPresentAtRuntime("io.micrometer.core.instrument.MeterRegistry")
+        && QuarkusClassLoader.isClassPresentAtRuntime("dev.sluice.micrometer.RateLimitMetrics")) {
+      beans.produce(AdditionalBeanBuildItem.builder().addBeanClasses("dev.sluice.quarkus.SluiceMeters").setUnremovable().build());
+    }
   }
 
   @BuildStep

@@ -46,7 +46,7 @@ class RedisStoreTest {
 
   @RegisterExtension
   static final QuarkusUnitTest APP = new QuarkusUnitTest()
-      .withApplicationRoot(jar -> jar.addClasses(Hello.class))
+      .withApplicationRoot(jar -> jar.addClasses(Hello.class, Failing.class))
       .overrideConfigKey("quarkus.http.test-port", "0")
       .overrideConfigKey("sluice.store", "redis")
       .overrideConfigKey("sluice.redis.url", URL)
@@ -55,9 +55,17 @@ class RedisStoreTest {
       .overrideConfigKey("sluice.policies[0].algorithm", "fixed-window")
       .overrideConfigKey("sluice.policies[0].limit", String.valueOf(LIMIT))
       .overrideConfigKey("sluice.policies[0].window", "1h")
+      .overrideConfigKey("sluice.policies[1].name", POLICY + "-refunded")
+      .overrideConfigKey("sluice.policies[1].algorithm", "fixed-window")
+      .overrideConfigKey("sluice.policies[1].limit", String.valueOf(LIMIT))
+      .overrideConfigKey("sluice.policies[1].window", "1h")
       .overrideConfigKey("sluice.http.rules[0].patterns", "/hello/**")
       .overrideConfigKey("sluice.http.rules[0].policy", POLICY)
-      .overrideConfigKey("sluice.http.rules[0].key", "header:X-Client");
+      .overrideConfigKey("sluice.http.rules[0].key", "header:X-Client")
+      .overrideConfigKey("sluice.http.rules[1].patterns", "/failing")
+      .overrideConfigKey("sluice.http.rules[1].policy", POLICY + "-refunded")
+      .overrideConfigKey("sluice.http.rules[1].key", "header:X-Client")
+      .overrideConfigKey("sluice.http.rules[1].skip-on-failure", "true");
 
   @Inject
   Sluice sluice;
@@ -67,6 +75,30 @@ class RedisStoreTest {
     @GET
     public String hello() {
       return "hello";
+    }
+  }
+
+  @Path("/failing")
+  public static class Failing {
+    @GET
+    public String fail() {
+      throw new IllegalStateException("failing");
+    }
+  }
+
+  /** skip-on-failure on Redis: the refund is a store call on a Vert.x worker, after the response. */
+  @Test
+  void aFailedRequestIsRefundedOnTheSharedStore() {
+    String client = "c-" + UUID.randomUUID();
+    String key = HttpRateLimit.normalize(Keys.header("X-Client", client));
+    RateLimiter limiter = sluice.limiter(POLICY + "-refunded");
+    for (int i = 0; i < LIMIT + 2; i++) { // never refused: each failure gets its permit back
+      given().header("X-Client", client).get("/failing").then().statusCode(500);
+      long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+      while (limiter.peek(key).remaining() != LIMIT) {
+        assertThat(System.nanoTime()).as("the refund never came").isLessThan(deadline);
+        Thread.yield();
+      }
     }
   }
 
