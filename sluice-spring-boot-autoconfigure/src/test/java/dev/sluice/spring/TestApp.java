@@ -48,6 +48,12 @@ public class TestApp {
       return Thread.currentThread().getName();
     }
 
+    /** What {@code HttpRuleFeaturesTest}'s rules charge: answers {@code status} (200 by default). */
+    @org.springframework.web.bind.annotation.RequestMapping("/feature/**")
+    ResponseEntity<String> feature(@RequestParam(defaultValue = "200") int status) {
+      return ResponseEntity.status(status).body("feature");
+    }
+
     @GetMapping("/open")
     String open() {
       return "no rule matches";
