@@ -40,8 +40,16 @@ final class HttpRules {
   private static final System.Logger LOG = System.getLogger(HttpRules.class.getName());
   private final List<Rule> rules;
   private final boolean all;
+  /** sluice.http.metrics.tags, or null. */
+  private final HttpTags tags;
+  private final KeyResolver address;
 
   HttpRules(SluiceProperties.Http http, RateLimiterRegistry registry, BeanFactory beans) {
+    this(http, registry, beans, null);
+  }
+
+  /** The rules; {@code meters} records sluice.http.requests when tags are configured (null: no registry). */
+  HttpRules(SluiceProperties.Http http, RateLimiterRegistry registry, BeanFactory beans, io.micrometer.core.instrument.MeterRegistry meters) {
     TrustedProxies proxies = http.getTrustedProxies().isEmpty() ? TrustedProxies.none() : TrustedProxies.of(http.getTrustedProxies());
     KeyResolver address = KeyResolver.forwardedFor(proxies);
     SpelExpressionParser parser = new SpelExpressionParser();
@@ -51,6 +59,15 @@ final class HttpRules {
     }
     this.rules = List.copyOf(compiled);
     this.all = http.getStrategy() == SluiceProperties.Strategy.ALL;
+    this.address = address;
+    this.tags = HttpTags.of(http.getMetrics().getTags(), meters, beans);
+  }
+
+  /** Counts a decided request under sluice.http.metrics.tags, when configured. */
+  void record(Charged charged, RequestView request, Function<String, String> query) {
+    if (tags != null) {
+      tags.record(charged.decision(), new RuleRequest(request, query, address));
+    }
   }
 
   boolean isEmpty() {

@@ -287,9 +287,9 @@ public class SluiceAutoConfiguration {
   static class ServletConfiguration {
     @Bean
     FilterRegistrationBean<SluiceServletFilter> sluiceServletFilter(SluiceProperties props, RateLimiterRegistry registry,
-        BeanFactory beans, Environment env) {
+        BeanFactory beans, Environment env, ObjectProvider<io.micrometer.core.instrument.MeterRegistry> meters) {
       unknownRuleProperties(env);
-      HttpRules rules = new HttpRules(props.getHttp(), registry, beans);
+      HttpRules rules = new HttpRules(props.getHttp(), registry, beans, meters.getIfUnique());
       FilterRegistrationBean<SluiceServletFilter> b = new FilterRegistrationBean<>(new SluiceServletFilter(rules));
       b.setOrder(props.getHttp().getOrder());
       b.setEnabled(!rules.isEmpty());
@@ -304,9 +304,10 @@ public class SluiceAutoConfiguration {
   @ConditionalOnProperty(prefix = "sluice.http", name = "enabled", matchIfMissing = true)
   static class ReactiveConfiguration {
     @Bean
-    SluiceWebFilter sluiceWebFilter(SluiceProperties props, RateLimiterRegistry registry, BeanFactory beans, Environment env) {
+    SluiceWebFilter sluiceWebFilter(SluiceProperties props, RateLimiterRegistry registry, BeanFactory beans, Environment env,
+        ObjectProvider<io.micrometer.core.instrument.MeterRegistry> meters) {
       unknownRuleProperties(env);
-      return new SluiceWebFilter(new HttpRules(props.getHttp(), registry, beans), props.getHttp().getOrder());
+      return new SluiceWebFilter(new HttpRules(props.getHttp(), registry, beans, meters.getIfUnique()), props.getHttp().getOrder());
     }
   }
 

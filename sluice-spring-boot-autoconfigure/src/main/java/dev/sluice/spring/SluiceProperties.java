@@ -129,6 +129,9 @@ public class SluiceProperties {
     private List<Rule> rules = new ArrayList<>();
     /** The answer to a refusal (429) of every rule that has no response of its own; RFC 9457 when unset. */
     private Response response = new Response();
+    private final Metrics metrics = new Metrics();
+
+    public Metrics getMetrics() { return metrics; }
 
     public boolean isEnabled() { return enabled; }
 
@@ -153,6 +156,41 @@ public class SluiceProperties {
     public Response getResponse() { return response; }
 
     public void setResponse(Response response) { this.response = response; }
+  }
+
+  /** sluice.http.metrics.*: the counter sluice.http.requests. */
+  public static class Metrics {
+    /**
+     * Tags of sluice.http.requests (besides policy and outcome), each a SpEL expression over the
+     * request with a cap on its distinct values; past it, values are counted as _other.
+     */
+    private List<MetricTag> tags = new ArrayList<>();
+
+    public List<MetricTag> getTags() { return tags; }
+
+    public void setTags(List<MetricTag> tags) { this.tags = tags; }
+  }
+
+  /** One tag of sluice.http.requests. */
+  public static class MetricTag {
+    /** The tag's name, such as plan. */
+    private String name;
+    /** SpEL over the request (header('X-Plan'), query('p'), method, path, principal, beans) giving the tag's value; none when null. */
+    private String expression;
+    /** Most distinct values, 1 to 10,000; later new values are counted as _other. */
+    private int maxValues = HttpTags.DEFAULT_MAX_VALUES;
+
+    public String getName() { return name; }
+
+    public void setName(String name) { this.name = name; }
+
+    public String getExpression() { return expression; }
+
+    public void setExpression(String expression) { this.expression = expression; }
+
+    public int getMaxValues() { return maxValues; }
+
+    public void setMaxValues(int maxValues) { this.maxValues = maxValues; }
   }
 
   /** sluice.http.strategy: which of the matching rules charge a request. */

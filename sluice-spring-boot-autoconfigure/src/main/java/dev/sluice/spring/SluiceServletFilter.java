@@ -1,6 +1,7 @@
 package dev.sluice.spring;
 
 import dev.sluice.http.HttpVerdict;
+import dev.sluice.http.RequestView;
 import dev.sluice.http.frontend.ServletAnswers;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
@@ -30,12 +31,14 @@ public final class SluiceServletFilter extends OncePerRequestFilter {
       chain.doFilter(request, response);
       return;
     }
-    HttpRules.Plan plan = rules.plan(candidates, ServletAnswers.view(request), request::getParameter);
+    RequestView view = ServletAnswers.view(request);
+    HttpRules.Plan plan = rules.plan(candidates, view, request::getParameter);
     if (plan == null) {
       chain.doFilter(request, response);
       return;
     }
     HttpRules.Charged charged = plan.acquire();
+    rules.record(charged, view, request::getParameter);
     HttpVerdict verdict = charged.verdict();
     if (!verdict.allowed()) {
       refuse(response, charged.rule().response, verdict);

@@ -55,7 +55,8 @@ public final class SluiceWebFilter implements WebFilter, Ordered {
       return chain.filter(exchange);
     }
     return exchange.getPrincipal().map(Optional::of).defaultIfEmpty(Optional.empty()).flatMap(principal -> {
-      HttpRules.Plan plan = rules.plan(candidates, new View(request, principal.orElse(null)), request.getQueryParams()::getFirst);
+      View view = new View(request, principal.orElse(null));
+      HttpRules.Plan plan = rules.plan(candidates, view, request.getQueryParams()::getFirst);
       if (plan == null) {
         return chain.filter(exchange);
       }
@@ -67,7 +68,10 @@ public final class SluiceWebFilter implements WebFilter, Ordered {
         // Several legs: the core's all-of charge, a synchronous call, never on the event loop.
         charged = offEventLoop(request, Mono.fromCallable(plan::acquire));
       }
-      return charged.flatMap(ch -> answer(exchange, chain, ch));
+      return charged.flatMap(ch -> {
+        rules.record(ch, view, request.getQueryParams()::getFirst);
+        return answer(exchange, chain, ch);
+      });
     });
   }
 

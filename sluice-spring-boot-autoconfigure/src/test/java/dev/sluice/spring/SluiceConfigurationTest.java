@@ -99,7 +99,7 @@ class SluiceConfigurationTest {
     }
     assertThat(cause).isInstanceOf(IllegalStateException.class).hasMessage("@RateLimited on " + Misnamed.class.getName()
         + ".greet: no policy named 'per-usr' in sluice.policies; the policies are "
-        + "[api, login, per-user, pair-user, pair-all, tokens, token-calls, bulk, load, small, large]");
+        + "[api, login, per-user, pair-user, pair-all, tokens, token-calls, bulk, load, small, large, paced]");
   }
 
   /**
@@ -175,7 +175,7 @@ class SluiceConfigurationTest {
     Throwable failure = catchThrowable(() -> Apps.startWith(new Class<?>[] {Misnamed.class}).close());
     assertThat(report(failure).getDescription()).isEqualTo("Sluice's configuration is invalid: @RateLimited on "
         + Misnamed.class.getName() + ".greet: no policy named 'per-usr' in sluice.policies; the policies are "
-        + "[api, login, per-user, pair-user, pair-all, tokens, token-calls, bulk, load, small, large]");
+        + "[api, login, per-user, pair-user, pair-all, tokens, token-calls, bulk, load, small, large, paced]");
   }
 
   /** The rules' other new settings: two refund rules at once, a policy named twice, a response outside 4xx/5xx. */
