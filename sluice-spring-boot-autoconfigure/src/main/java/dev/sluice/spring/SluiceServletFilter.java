@@ -12,10 +12,11 @@ import java.util.List;
 import org.springframework.web.filter.OncePerRequestFilter;
 
 /**
- * The Spring MVC front end of {@code sluice.http.rules}: charges a request to the first matching
- * rule's policy and answers a refusal with its {@link HttpVerdict} (429 or 503, headers, problem
- * body). Allowed requests carry the limit headers and, under skip-on-success / skip-on-failure, get
- * their permits back as {@code sluice-http} decides.
+ * The Spring MVC front end of {@code sluice.http.rules}: charges a request as the rules' plan says
+ * (the first matching rule, or every one under strategy all; each of a rule's policies, all or
+ * nothing) and answers a refusal with its {@link HttpVerdict} (429 or 503, headers, problem body),
+ * or the rule's configured response for a 429. Allowed requests carry the limit headers and, under
+ * skip-on-success / skip-on-failure / refund-condition, get their permits back after the handler.
  */
 public final class SluiceServletFilter extends OncePerRequestFilter {
   private final HttpRules rules;
