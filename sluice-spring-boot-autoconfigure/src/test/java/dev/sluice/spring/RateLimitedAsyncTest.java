@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.RateLimiter;
 import dev.sluice.guard.RateLimitExceededException;
+import dev.sluice.redis.SharedRedis;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
@@ -17,7 +18,8 @@ import reactor.core.publisher.Flux;
  * Issue 32, item 6 (Resilience4j's features): {@code @RateLimited(timeout = ...)} waits for its
  * permit through the core's {@code WaitingLimiter}, blocking and on a {@code Mono}; methods returning
  * a {@code CompletionStage} or a {@code Flux} are decided asynchronously, when asked for, and answer
- * a refusal with their fallback or as their error; on a real port, Spring MVC and WebFlux.
+ * a refusal with their fallback or as their error; on a real port, Spring MVC and WebFlux, memory and
+ * the shared Redis.
  */
 class RateLimitedAsyncTest {
   @Test void springMvc() throws Exception {
@@ -28,6 +30,23 @@ class RateLimitedAsyncTest {
 
   @Test void webFlux() throws Exception {
     try (ConfigurableApplicationContext app = Apps.start("spring.main.web-application-type=reactive")) {
+      run(app);
+    }
+  }
+
+  @Test void springMvcOnRedis() throws Exception {
+    SharedRedis.client();
+    try (ConfigurableApplicationContext app = Apps.start(RedisStoreTest.redis())) {
+      run(app);
+    }
+  }
+
+  @Test void webFluxOnRedis() throws Exception {
+    SharedRedis.client();
+    String[] redis = RedisStoreTest.redis();
+    String[] props = java.util.Arrays.copyOf(redis, redis.length + 1);
+    props[redis.length] = "spring.main.web-application-type=reactive";
+    try (ConfigurableApplicationContext app = Apps.start(props)) {
       run(app);
     }
   }
