@@ -127,6 +127,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
           Set<RateLimited> on = AnnotatedElementUtils.findMergedRepeatableAnnotations(m, RateLimited.class);
           for (RateLimited a : on) {
             limiter(r, a, where(target, m));
+            expressions(a, where(target, m));
           }
           timeout(on, where(target, m));
         }
@@ -240,6 +241,25 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       }
     }
     return found;
+  }
+
+  /**
+   * Parses {@code a}'s key, permits and cost, so that one that is not SpEL stops the application at
+   * start, naming the method, the attribute and its value (else its first call would fail).
+   */
+  static void expressions(RateLimited a, String where) {
+    SpelExpressionParser p = new SpelExpressionParser();
+    String[][] all = {{"key", a.key()}, {"permits", a.permits()}, {"cost", a.cost()}};
+    for (String[] e : all) {
+      if (e[1].isEmpty()) {
+        continue;
+      }
+      try {
+        p.parseExpression(e[1]);
+      } catch (org.springframework.expression.ParseException ex) {
+        throw new IllegalStateException(where + ": " + e[0] + " '" + e[1] + "' is not a SpEL expression: " + ex.getMessage(), ex);
+      }
+    }
   }
 
   /** How a method's calls are decided: on the calling thread, or when its result is subscribed / asked for. */

@@ -198,4 +198,30 @@ class SluiceConfigurationTest {
         "sluice.http.rules[0].response.content-type=json")).run(ctx ->
         assertThat(cause(ctx)).hasMessageStartingWith("sluice.http.rules[0].response.content-type 'json' is not a media type"));
   }
+
+  /** A bean whose annotation's key is not SpEL, and one whose timeout is not a duration. */
+  static class Misparsed {
+    @RateLimited(policy = "per-user", key = "#user.")
+    public String greet(String user) {
+      return "hello " + user;
+    }
+  }
+
+  static class Mistimed {
+    @RateLimited(policy = "paced", key = "#user", timeout = "5 seconds")
+    public String greet(String user) {
+      return "hello " + user;
+    }
+  }
+
+  /** Issue 32, item 8: an annotation's bad SpEL or timeout stops the start, reported with the method, the value and the fix. */
+  @Test void aRateLimitedWithBadSpelOrTimeoutIsReportedAtStart() {
+    Throwable failure = catchThrowable(() -> Apps.startWith(new Class<?>[] {Misparsed.class}).close());
+    assertThat(report(failure).getDescription()).startsWith("Sluice's configuration is invalid: @RateLimited on "
+        + Misparsed.class.getName() + ".greet: key '#user.' is not a SpEL expression: ");
+    failure = catchThrowable(() -> Apps.startWith(new Class<?>[] {Mistimed.class}).close());
+    assertThat(report(failure).getDescription()).isEqualTo("Sluice's configuration is invalid: @RateLimited on "
+        + Mistimed.class.getName() + ".greet: timeout '5 seconds' is not a duration; write a whole number and a unit"
+        + " (us, ms, s, m, h, d) such as 500ms or 1m, or ISO-8601 such as PT1M30S");
+  }
 }
