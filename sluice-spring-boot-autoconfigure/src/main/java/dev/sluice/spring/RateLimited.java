@@ -65,11 +65,23 @@ public @interface RateLimited {
   /**
    * A method of the same bean with the annotated method's parameters plus a last parameter of type
    * {@link RateLimitExceededException} (or a supertype), called instead when the call is refused;
-   * it must return what the annotated method returns (a {@code Mono} for a {@code Mono} method;
+   * it must return what the annotated method returns (a {@code Mono} for a {@code Mono} method, a
+   * {@code Flux} for a {@code Flux} method, a {@code CompletionStage} for a {@code CompletionStage} method;
    * another type is an {@code IllegalStateException} at the first call, naming both types). Empty:
    * the refusal is thrown.
    */
   String fallbackMethod() default "";
+
+  /**
+   * How long a refused call may wait for its permits (Resilience4j's {@code timeoutDuration}): a
+   * duration as the policies write it ({@code 500ms}, {@code 2s}, ISO-8601). The call is retried
+   * after each refusal's retry-after while it fits in the timeout, through the core's
+   * {@code WaitingLimiter}; a refusal whose wait exceeds what is left is answered at once. A blocking
+   * method waits on its thread; a {@code Mono}, {@code Flux} or {@code CompletionStage} method waits
+   * on no thread (the retry is scheduled). Only on a method with one {@code @RateLimited}. Empty (the
+   * default): never wait.
+   */
+  String timeout() default "";
 
   /** The container of repeated {@link RateLimited} annotations. */
   @Target({ElementType.METHOD, ElementType.TYPE})

@@ -124,9 +124,12 @@ final class RateLimitedInterceptor implements MethodInterceptor {
           limiter(r, a, "@RateLimited on " + target.getName());
         }
         for (Method m : ReflectionUtils.getUniqueDeclaredMethods(target, ReflectionUtils.USER_DECLARED_METHODS)) {
-          for (RateLimited a : AnnotatedElementUtils.findMergedRepeatableAnnotations(m, RateLimited.class)) {
+          Set<RateLimited> on = AnnotatedElementUtils.findMergedRepeatableAnnotations(m, RateLimited.class);
+          for (RateLimited a : on) {
             limiter(r, a, where(target, m));
+            expressions(a, where(target, m));
           }
+          timeout(on, where(target, m));
         }
       }
     }
@@ -138,8 +141,14 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     Object[] args = mi.getArguments();
     MethodBasedEvaluationContext ctx = new MethodBasedEvaluationContext(mi.getThis(), plan.method, args, names);
     ctx.setBeanResolver(beans);
-    if (plan.reactive) {
+    if (plan.kind == Kind.MONO) {
       return Reactive.invoke(plan.acquireAsync(ctx), mi, plan, ctx);
+    }
+    if (plan.kind == Kind.FLUX) {
+      return Reactive.invokeMany(plan.acquireAsync(ctx), mi, plan);
+    }
+    if (plan.kind == Kind.STAGE) {
+      return Staged.invoke(plan.acquireAsync(ctx), mi, plan, ctx);
     }
     AllOf.Result r = plan.acquire(ctx);
     if (!r.allowed()) {
@@ -174,6 +183,18 @@ final class RateLimitedInterceptor implements MethodInterceptor {
    * call), before the value goes on.
    */
   private static final class Reactive {
+    /** A {@code Flux} method: decided once when subscribed; the stream, the fallback's stream, or the refusal as its error. */
+    @SuppressWarnings("unchecked")
+    static Object invokeMany(Supplier<CompletionStage<AllOf.Result>> decision, MethodInvocation mi, Plan plan) {
+      return Mono.fromCompletionStage(decision).flatMapMany(d -> {
+        try {
+          return (reactor.core.publisher.Flux<Object>) (d.allowed() ? mi.proceed() : refuse(d.decision(), mi, plan));
+        } catch (Throwable t) {
+          return reactor.core.publisher.Flux.error(t);
+        }
+      });
+    }
+
     @SuppressWarnings("unchecked")
     static Object invoke(Supplier<CompletionStage<AllOf.Result>> decision, MethodInvocation mi, Plan plan,
         MethodBasedEvaluationContext ctx) {
@@ -195,10 +216,133 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     }
   }
 
+  /**
+   * The wait of the annotations' {@code timeout}, or null when none has one: a duration as the
+   * policies write it (the kernel's {@code PolicyWords.duration}), on a method with one annotation.
+   * Checked at start by {@link PolicyCheck}, so a bad one stops the application.
+   */
+  static java.time.Duration timeout(java.util.Collection<RateLimited> all, String where) {
+    java.time.Duration found = null;
+    for (RateLimited a : all) {
+      if (a.timeout().isEmpty()) {
+        continue;
+      }
+      if (all.size() > 1) {
+        throw new IllegalStateException(where + ": timeout '" + a.timeout() + "' on a method with " + all.size()
+            + " @RateLimited; a wait is for one limit: keep one annotation, or leave timeout out");
+      }
+      try {
+        found = dev.sluice.kernel.PolicyWords.duration(where + ": timeout", a.timeout());
+      } catch (IllegalArgumentException e) {
+        throw new IllegalStateException(e.getMessage(), e);
+      }
+      if (found.isNegative()) {
+        throw new IllegalStateException(where + ": timeout '" + a.timeout() + "' is negative; give how long a call may wait");
+      }
+    }
+    return found;
+  }
+
+  /**
+   * Parses {@code a}'s key, permits and cost, so that one that is not SpEL stops the application at
+   * start, naming the method, the attribute and its value (else its first call would fail).
+   */
+  static void expressions(RateLimited a, String where) {
+    SpelExpressionParser p = new SpelExpressionParser();
+    String[][] all = {{"key", a.key()}, {"permits", a.permits()}, {"cost", a.cost()}};
+    for (String[] e : all) {
+      if (e[1].isEmpty()) {
+        continue;
+      }
+      try {
+        p.parseExpression(e[1]);
+      } catch (org.springframework.expression.ParseException ex) {
+        throw new IllegalStateException(where + ": " + e[0] + " '" + e[1] + "' is not a SpEL expression: " + ex.getMessage(), ex);
+      }
+    }
+  }
+
+  /** How a method's calls are decided: on the calling thread, or when its result is subscribed / asked for. */
+  enum Kind {
+    /** A plain method: decided on the calling thread before it runs. */
+    BLOCKING,
+    /** A {@code Mono}: decided with the limiters' async methods when subscribed. */
+    MONO,
+    /** A {@code Flux}: decided with the limiters' async methods when subscribed, once for the whole stream. */
+    FLUX,
+    /** A {@code CompletionStage} (or {@code CompletableFuture}): decided asynchronously, the method called when allowed. */
+    STAGE
+  }
+
+  static Kind kind(Method method) {
+    Class<?> r = method.getReturnType();
+    if (REACTOR && Mono.class.isAssignableFrom(r)) {
+      return Kind.MONO;
+    }
+    if (REACTOR && reactor.core.publisher.Flux.class.isAssignableFrom(r)) {
+      return Kind.FLUX;
+    }
+    return CompletionStage.class.isAssignableFrom(r) ? Kind.STAGE : Kind.BLOCKING;
+  }
+
+  /**
+   * Methods returning a {@code CompletionStage}: decided with the limiters' async methods, the
+   * method called only when allowed; a refusal is the fallback's stage or a stage failed with the
+   * refusal. A cost settles on the stage's value, off the completing thread (a settlement is a store
+   * call), before the returned stage completes.
+   */
+  private static final class Staged {
+    @SuppressWarnings("unchecked")
+    static Object invoke(Supplier<CompletionStage<AllOf.Result>> decision, MethodInvocation mi, Plan plan,
+        MethodBasedEvaluationContext ctx) {
+      CompletableFuture<Object> out = new CompletableFuture<>();
+      decision.get().whenComplete((d, err) -> {
+        if (err != null) {
+          out.completeExceptionally(err);
+          return;
+        }
+        try {
+          CompletionStage<Object> call = (CompletionStage<Object>) (d.allowed() ? mi.proceed() : refuse(d.decision(), mi, plan));
+          if (call == null) {
+            out.complete(null);
+            return;
+          }
+          if (!d.allowed() || !plan.costs) {
+            call.whenComplete((v, e) -> complete(out, v, e));
+            return;
+          }
+          call.whenComplete((v, e) -> {
+            if (e != null) {
+              out.completeExceptionally(e);
+              return;
+            }
+            CompletableFuture.runAsync(() -> plan.settle(d, ctx, v)).whenComplete((x, se) -> out.complete(v));
+          });
+        } catch (Throwable t) {
+          out.completeExceptionally(t);
+        }
+      });
+      return out;
+    }
+
+    private static void complete(CompletableFuture<Object> out, Object v, Throwable e) {
+      if (e != null) {
+        out.completeExceptionally(e);
+      } else {
+        out.complete(v);
+      }
+    }
+  }
+
   /** One method's annotations, compiled. */
   final class Plan {
     final Method method;
+    final Kind kind;
     final boolean reactive;
+    /** How long a refused call may wait (a single annotation's {@code timeout}), or null. */
+    final java.time.Duration timeout;
+    /** The waiting limiter of the single annotation with a timeout, or null. */
+    final dev.sluice.compose.WaitingLimiter waiting;
     final Method fallback;
     final RateLimiter[] limiters;
     final Expression[] keys;
@@ -212,7 +356,8 @@ final class RateLimitedInterceptor implements MethodInterceptor {
 
     Plan(Method invoked, Class<?> targetClass) {
       this.method = ClassUtils.getMostSpecificMethod(invoked, targetClass);
-      this.reactive = REACTOR && Mono.class.isAssignableFrom(method.getReturnType());
+      this.kind = kind(method);
+      this.reactive = kind != Kind.BLOCKING;
       List<RateLimited> all = new ArrayList<>(annotations(invoked, targetClass));
       String where = where(targetClass, method);
       limiters = new RateLimiter[all.size()];
@@ -241,7 +386,18 @@ final class RateLimitedInterceptor implements MethodInterceptor {
         }
       }
       this.costs = anyCost;
+      if (anyCost && kind == Kind.FLUX) {
+        throw new IllegalStateException(where + ": a cost on a Flux method; a stream has no one result to settle at, "
+            + "so reserve its cost with permits and leave cost out");
+      }
+      this.timeout = timeout(all, where);
+      this.waiting = timeout == null ? null : dev.sluice.compose.WaitingLimiter.builder(limiters[0]).build();
       this.fallback = fallbackName.isEmpty() ? null : fallback(targetClass, fallbackName, where);
+    }
+
+    /** The wait of a single annotation's {@code timeout}, or null when none has one. */
+    private java.time.Duration timeout(List<RateLimited> all, String where) {
+      return RateLimitedInterceptor.timeout(all, where);
     }
 
     private Method fallback(Class<?> targetClass, String name, String where) {
@@ -265,7 +421,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
             + wrongType.getReturnType().getSimpleName() + ", but " + method.getName() + " returns "
             + method.getReturnType().getSimpleName() + " and a refusal answers with the fallback's result; "
             + "make " + name + " return " + method.getReturnType().getSimpleName()
-            + (reactive ? " (for example Mono.just(...))" : ""));
+            + (kind == Kind.MONO ? " (for example Mono.just(...))" : ""));
       }
       throw new IllegalStateException(where + ": fallbackMethod '" + name + "' not found; declare " + name + "("
           + String.join(", ", Arrays.stream(params).map(Class::getSimpleName).toList())
@@ -323,6 +479,9 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       List<AllOf.Charge> charges = charges(ctx);
       if (charges.size() == 1) {
         AllOf.Charge c = charges.get(0);
+        if (waiting != null) {
+          return () -> waiting.acquireAsync(c.key(), c.permits(), c.policy(), timeout).thenApply(d -> alone(c, d));
+        }
         return () -> c.limiter().tryAcquireAsync(c.key(), c.permits(), c.policy()).thenApply(d -> alone(c, d));
       }
       return () -> CompletableFuture.completedFuture(AllOf.charge(charges));
@@ -332,7 +491,8 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       List<AllOf.Charge> charges = charges(ctx);
       if (charges.size() == 1) {
         AllOf.Charge c = charges.get(0);
-        return alone(c, c.limiter().tryAcquire(c.key(), c.permits(), c.policy()));
+        return alone(c, waiting != null ? waiting.acquire(c.key(), c.permits(), c.policy(), timeout)
+            : c.limiter().tryAcquire(c.key(), c.permits(), c.policy()));
       }
       return AllOf.charge(charges);
     }

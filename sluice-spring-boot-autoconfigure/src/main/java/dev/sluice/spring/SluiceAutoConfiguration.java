@@ -102,6 +102,44 @@ public class SluiceAutoConfiguration {
     }
   }
 
+  /** The names (Boot's uniform form) an HTTP rule takes, read off {@link SluiceProperties.Rule}'s fields. */
+  static final java.util.Set<String> RULE_FIELDS = java.util.Arrays.stream(SluiceProperties.Rule.class.getDeclaredFields())
+      .filter(f -> !java.lang.reflect.Modifier.isStatic(f.getModifiers()))
+      .map(f -> f.getName().toLowerCase(java.util.Locale.ROOT)).collect(java.util.stream.Collectors.toUnmodifiableSet());
+
+  /**
+   * Refuses a property written under {@code sluice.http.rules[i]} that no rule field has
+   * ({@code execute-condtion}), which Spring's binder would drop silently: the rule would charge
+   * requests its author meant to skip.
+   */
+  static void unknownRuleProperties(Environment env) {
+    if (env == null) {
+      return;
+    }
+    ConfigurationPropertyName rules = ConfigurationPropertyName.of("sluice.http.rules");
+    for (ConfigurationPropertySource source : ConfigurationPropertySources.get(env)) {
+      if (!(source instanceof IterableConfigurationPropertySource iterable)) {
+        continue;
+      }
+      iterable.stream().filter(n -> n.getNumberOfElements() >= 5 && rules.isAncestorOf(n) && n.isNumericIndex(3)
+              && !RULE_FIELDS.contains(n.getElement(4, ConfigurationPropertyName.Form.UNIFORM)))
+          .findFirst().ifPresent(n -> {
+            String i = n.getElement(3, ConfigurationPropertyName.Form.UNIFORM);
+            String field = n.getElement(4, ConfigurationPropertyName.Form.ORIGINAL);
+            throw new IllegalArgumentException("sluice.http.rules[" + i + "]." + field + " is not a rule property (its value '"
+                + source.getConfigurationProperty(n).getValue() + "'); a rule takes "
+                + String.join(", ", new java.util.TreeSet<>(ruleWords())));
+          });
+    }
+  }
+
+  /** The rule properties as written in YAML: {@code execute-condition}. */
+  private static java.util.List<String> ruleWords() {
+    return java.util.Arrays.stream(SluiceProperties.Rule.class.getDeclaredFields())
+        .filter(f -> !java.lang.reflect.Modifier.isStatic(f.getModifiers()))
+        .map(f -> f.getName().replaceAll("([A-Z])", "-$1").toLowerCase(java.util.Locale.ROOT)).toList();
+  }
+
   /** The Micrometer meters every limiter reports to; bound to the application's registries by Spring Boot. */
   @Bean
   @ConditionalOnMissingBean
@@ -249,8 +287,9 @@ public class SluiceAutoConfiguration {
   static class ServletConfiguration {
     @Bean
     FilterRegistrationBean<SluiceServletFilter> sluiceServletFilter(SluiceProperties props, RateLimiterRegistry registry,
-        BeanFactory beans) {
-      HttpRules rules = new HttpRules(props.getHttp(), registry, beans);
+        BeanFactory beans, Environment env, ObjectProvider<io.micrometer.core.instrument.MeterRegistry> meters) {
+      unknownRuleProperties(env);
+      HttpRules rules = new HttpRules(props.getHttp(), registry, beans, meters.getIfUnique());
       FilterRegistrationBean<SluiceServletFilter> b = new FilterRegistrationBean<>(new SluiceServletFilter(rules));
       b.setOrder(props.getHttp().getOrder());
       b.setEnabled(!rules.isEmpty());
@@ -265,8 +304,10 @@ public class SluiceAutoConfiguration {
   @ConditionalOnProperty(prefix = "sluice.http", name = "enabled", matchIfMissing = true)
   static class ReactiveConfiguration {
     @Bean
-    SluiceWebFilter sluiceWebFilter(SluiceProperties props, RateLimiterRegistry registry, BeanFactory beans) {
-      return new SluiceWebFilter(new HttpRules(props.getHttp(), registry, beans), props.getHttp().getOrder());
+    SluiceWebFilter sluiceWebFilter(SluiceProperties props, RateLimiterRegistry registry, BeanFactory beans, Environment env,
+        ObjectProvider<io.micrometer.core.instrument.MeterRegistry> meters) {
+      unknownRuleProperties(env);
+      return new SluiceWebFilter(new HttpRules(props.getHttp(), registry, beans, meters.getIfUnique()), props.getHttp().getOrder());
     }
   }
 

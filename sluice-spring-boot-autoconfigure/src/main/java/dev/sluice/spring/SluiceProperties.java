@@ -119,8 +119,19 @@ public class SluiceProperties {
     private int order = SluiceWebFilter.ORDER;
     /** Proxies (CIDR blocks) whose X-Forwarded-For is believed by the key's remoteAddress. */
     private List<String> trustedProxies = new ArrayList<>();
-    /** The rules; the first that matches a request charges it, requests no rule matches pass. */
+    /**
+     * Which of the rules matching a request charge it: first (the default: the first rule whose
+     * patterns, methods and conditions match) or all (every one of them, all or nothing: a refusal by
+     * any leaves none charged). Requests no rule matches pass.
+     */
+    private Strategy strategy = Strategy.FIRST;
+    /** The rules, in order. */
     private List<Rule> rules = new ArrayList<>();
+    /** The answer to a refusal (429) of every rule that has no response of its own; RFC 9457 when unset. */
+    private Response response = new Response();
+    private final Metrics metrics = new Metrics();
+
+    public Metrics getMetrics() { return metrics; }
 
     public boolean isEnabled() { return enabled; }
 
@@ -134,9 +145,97 @@ public class SluiceProperties {
 
     public void setTrustedProxies(List<String> trustedProxies) { this.trustedProxies = trustedProxies; }
 
+    public Strategy getStrategy() { return strategy; }
+
+    public void setStrategy(Strategy strategy) { this.strategy = strategy; }
+
     public List<Rule> getRules() { return rules; }
 
     public void setRules(List<Rule> rules) { this.rules = rules; }
+
+    public Response getResponse() { return response; }
+
+    public void setResponse(Response response) { this.response = response; }
+  }
+
+  /** sluice.http.metrics.*: the counter sluice.http.requests. */
+  public static class Metrics {
+    /**
+     * Tags of sluice.http.requests (besides policy and outcome), each a SpEL expression over the
+     * request with a cap on its distinct values; past it, values are counted as _other.
+     */
+    private List<MetricTag> tags = new ArrayList<>();
+
+    public List<MetricTag> getTags() { return tags; }
+
+    public void setTags(List<MetricTag> tags) { this.tags = tags; }
+  }
+
+  /** One tag of sluice.http.requests. */
+  public static class MetricTag {
+    /** The tag's name, such as plan. */
+    private String name;
+    /** SpEL over the request (header('X-Plan'), query('p'), method, path, principal, beans) giving the tag's value; none when null. */
+    private String expression;
+    /** Most distinct values, 1 to 10,000; later new values are counted as _other. */
+    private int maxValues = HttpTags.DEFAULT_MAX_VALUES;
+
+    public String getName() { return name; }
+
+    public void setName(String name) { this.name = name; }
+
+    public String getExpression() { return expression; }
+
+    public void setExpression(String expression) { this.expression = expression; }
+
+    public int getMaxValues() { return maxValues; }
+
+    public void setMaxValues(int maxValues) { this.maxValues = maxValues; }
+  }
+
+  /** sluice.http.strategy: which of the matching rules charge a request. */
+  public enum Strategy {
+    /** The first matching rule (patterns, methods, conditions, key) charges the request. */
+    FIRST,
+    /** Every matching rule charges the request, all or nothing (bucket4j's several filters on one URL). */
+    ALL
+  }
+
+  /**
+   * The answer to a request refused over a limit (429): bucket4j's http-status-code,
+   * http-content-type, http-response-body and http-response-headers. Unset fields keep the verdict's
+   * (429, application/problem+json, its RFC 9457 body); the verdict's Retry-After and limit headers
+   * are always sent. An outage (503) is always the verdict's.
+   */
+  public static class Response {
+    /** The status of a refusal, 400 to 599; 429 when unset. */
+    private Integer status;
+    /** The Content-Type of a refusal; application/problem+json when unset (text/plain when only body is given). */
+    private String contentType;
+    /** The body of a refusal, sent as given (UTF-8); the RFC 9457 problem when unset. */
+    private String body;
+    /** Headers added to a refusal, after the verdict's. */
+    private java.util.Map<String, String> headers = new java.util.LinkedHashMap<>();
+
+    public Integer getStatus() { return status; }
+
+    public void setStatus(Integer status) { this.status = status; }
+
+    public String getContentType() { return contentType; }
+
+    public void setContentType(String contentType) { this.contentType = contentType; }
+
+    public String getBody() { return body; }
+
+    public void setBody(String body) { this.body = body; }
+
+    public java.util.Map<String, String> getHeaders() { return headers; }
+
+    public void setHeaders(java.util.Map<String, String> headers) { this.headers = headers; }
+
+    boolean isSet() {
+      return status != null || contentType != null || body != null || (headers != null && !headers.isEmpty());
+    }
   }
 
   /** One HTTP rule. */
@@ -145,8 +244,33 @@ public class SluiceProperties {
     private List<String> patterns = new ArrayList<>();
     /** HTTP methods (GET, POST, ...); empty matches every method. */
     private List<String> methods = new ArrayList<>();
-    /** The policy requests are charged to (a name from sluice.policies). */
+    /** The policy requests are charged to (a name from sluice.policies); or give policies. */
     private String policy;
+    /**
+     * Several policies every request is charged to, all or nothing (bucket4j's several bandwidths):
+     * a refusal by any leaves none charged. Instead of policy.
+     */
+    private List<String> policies = new ArrayList<>();
+    /**
+     * SpEL over the request: the rule charges only the requests it is true for. header('X-Plan'),
+     * query('page'), method, path, principal, remoteAddress and beans (@plans.isFree(header('X-Plan'))).
+     */
+    private String executeCondition;
+    /** SpEL over the request, as execute-condition: the rule skips the requests it is true for. */
+    private String skipCondition;
+    /**
+     * Skip a request whose key is null or blank (bucket4j's behaviour) instead of charging it to the
+     * one shared key 'unknown' (the default: a request without an identity cannot escape the limit).
+     */
+    private boolean skipWhenNoKey;
+    /**
+     * SpEL over the response, evaluated once the handler answered: give the permits back when true.
+     * getStatus() (or status; 500 when the handler threw) and header('Name'): "status == 401",
+     * "getStatus() ge 500". Instead of skip-on-success / skip-on-failure.
+     */
+    private String refundCondition;
+    /** This rule's answer to a refusal, field by field over sluice.http.response. */
+    private Response response = new Response();
     /**
      * The key, a SpEL expression over the request: remoteAddress (through trusted-proxies),
      * header('X-Api-Key'), principal, method, path, and beans (@tenants.of(header('X-Tenant'))).
@@ -175,6 +299,30 @@ public class SluiceProperties {
     public String getPolicy() { return policy; }
 
     public void setPolicy(String policy) { this.policy = policy; }
+
+    public List<String> getPolicies() { return policies; }
+
+    public void setPolicies(List<String> policies) { this.policies = policies; }
+
+    public String getExecuteCondition() { return executeCondition; }
+
+    public void setExecuteCondition(String executeCondition) { this.executeCondition = executeCondition; }
+
+    public String getSkipCondition() { return skipCondition; }
+
+    public void setSkipCondition(String skipCondition) { this.skipCondition = skipCondition; }
+
+    public boolean isSkipWhenNoKey() { return skipWhenNoKey; }
+
+    public void setSkipWhenNoKey(boolean skipWhenNoKey) { this.skipWhenNoKey = skipWhenNoKey; }
+
+    public String getRefundCondition() { return refundCondition; }
+
+    public void setRefundCondition(String refundCondition) { this.refundCondition = refundCondition; }
+
+    public Response getResponse() { return response; }
+
+    public void setResponse(Response response) { this.response = response; }
 
     public String getKey() { return key; }
 

@@ -1,6 +1,5 @@
 package dev.sluice.spring;
 
-import dev.sluice.Decision;
 import dev.sluice.http.HttpVerdict;
 import dev.sluice.http.RequestView;
 import java.net.InetSocketAddress;
@@ -51,31 +50,60 @@ public final class SluiceWebFilter implements WebFilter, Ordered {
 
   @Override public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
     ServerHttpRequest request = exchange.getRequest();
-    HttpRules.Rule rule = rules.match(request.getMethod().name(), request.getPath().pathWithinApplication().value());
-    if (rule == null) {
+    List<HttpRules.Rule> candidates = rules.candidates(request.getMethod().name(), request.getPath().pathWithinApplication().value());
+    if (candidates.isEmpty()) {
       return chain.filter(exchange);
     }
-    return exchange.getPrincipal().map(Optional::of).defaultIfEmpty(Optional.empty())
-        .flatMap(principal -> Mono.fromCompletionStage(() -> rule.limiter.tryAcquireAsync(
-            rule.keyOf(new View(request, principal.orElse(null))), rule.permits, rule.policy)))
-        .flatMap(d -> answer(exchange, chain, rule, d));
+    return exchange.getPrincipal().map(Optional::of).defaultIfEmpty(Optional.empty()).flatMap(principal -> {
+      View view = new View(request, principal.orElse(null));
+      HttpRules.Plan plan = rules.plan(candidates, view, request.getQueryParams()::getFirst);
+      if (plan == null) {
+        return chain.filter(exchange);
+      }
+      Mono<HttpRules.Charged> charged;
+      if (plan.single()) {
+        var c = plan.charges().get(0);
+        charged = Mono.fromCompletionStage(() -> c.limiter().tryAcquireAsync(c.key(), c.permits(), c.policy())).map(plan::charged);
+      } else {
+        // Several legs: the core's all-of charge, a synchronous call, never on the event loop.
+        charged = offEventLoop(request, Mono.fromCallable(plan::acquire));
+      }
+      return charged.flatMap(ch -> {
+        rules.record(ch, view, request.getQueryParams()::getFirst);
+        return answer(exchange, chain, ch);
+      });
+    });
   }
 
-  private static Mono<Void> answer(ServerWebExchange exchange, WebFilterChain chain, HttpRules.Rule rule, Decision d) {
-    HttpVerdict verdict = rule.verdict(d);
+  private static Mono<Void> answer(ServerWebExchange exchange, WebFilterChain chain, HttpRules.Charged charged) {
+    HttpVerdict verdict = charged.verdict();
     ServerHttpResponse response = exchange.getResponse();
-    Mono<Void> refusal = write(response, verdict);
     if (!verdict.allowed()) {
-      return refusal;
+      return refuse(response, charged.rule().response, verdict);
     }
-    if (!rule.refundsPossible()) {
+    write(response, verdict);
+    if (!charged.refundsPossible()) {
       return chain.filter(exchange);
     }
     // The refund runs before the response is committed, so a client that reads its answer and sends
     // the next request always finds the permit back; after the chain, it raced that next request.
-    response.beforeCommit(() -> refund(exchange, rule, d, false, status(response)));
+    response.beforeCommit(() -> refund(exchange, charged, false, status(response)));
     return chain.filter(exchange)
-        .onErrorResume(e -> refund(exchange, rule, d, true, -1).then(Mono.error(e))); // once per ticket: no double refund
+        .onErrorResume(e -> refund(exchange, charged, true, -1).then(Mono.error(e))); // once per ticket: no double refund
+  }
+
+  /** The refusal {@code verdict}, as the verdict renders it ({@link #write}) or as the rule's response says. */
+  private static Mono<Void> refuse(ServerHttpResponse response, RefusalResponse answer, HttpVerdict verdict) {
+    if (answer.isVerdicts(verdict)) {
+      return write(response, verdict);
+    }
+    for (HttpVerdict.Header h : answer.headers(verdict)) {
+      response.getHeaders().set(h.name(), h.value());
+    }
+    response.setStatusCode(HttpStatusCode.valueOf(answer.status(verdict)));
+    response.getHeaders().setContentType(MediaType.valueOf(answer.contentType(verdict)));
+    byte[] body = answer.body(verdict);
+    return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)));
   }
 
   /**
@@ -133,15 +161,14 @@ public final class SluiceWebFilter implements WebFilter, Ordered {
   }
 
   /**
-   * The refund the rule asks for, if any, off the event loop (a refund is a synchronous store call),
+   * The refunds the rules ask for, if any, off the event loop (a refund is a synchronous store call),
    * and then back on the connection's event loop on Reactor Netty: what follows (the commit) must
-   * not go on from the refund's thread. No refund due: nothing is scheduled.
+   * not go on from the refund's thread. The conditions are read on the event loop (they read the
+   * response, no store); no refund due: nothing is scheduled.
    */
-  private static Mono<Void> refund(ServerWebExchange exchange, HttpRules.Rule rule, Decision d, boolean threw, int status) {
-    if (!rule.rateLimit.refunds(threw, status) || d.ticket().isEmpty()) {
-      return Mono.empty();
-    }
-    return offEventLoop(exchange.getRequest(), Mono.fromRunnable(() -> rule.limiter.refund(d.ticket().get())).then());
+  private static Mono<Void> refund(ServerWebExchange exchange, HttpRules.Charged charged, boolean threw, int status) {
+    Runnable due = charged.refunds(threw, status, exchange.getResponse().getHeaders()::getFirst);
+    return due == null ? Mono.empty() : offEventLoop(exchange.getRequest(), Mono.fromRunnable(due).then());
   }
 
   /** A reactive request as the key resolvers see it. */

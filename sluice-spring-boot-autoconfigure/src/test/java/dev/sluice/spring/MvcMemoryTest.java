@@ -210,7 +210,7 @@ class MvcMemoryTest {
     assertThat(api).isInstanceOf(MemoryRateLimiter.class).isSameAs(registry.limiter("api"));
     assertThat(api.policy().name()).isEqualTo("api");
     assertThat(registry.limiters().keySet()).containsExactly("api", "login", "per-user", "pair-user", "pair-all", "tokens", "token-calls",
-        "bulk", "load");
+        "bulk", "load", "small", "large", "paced");
   }
 
   @Test void theMicrometerMetersAreBound() {

@@ -99,7 +99,7 @@ class SluiceConfigurationTest {
     }
     assertThat(cause).isInstanceOf(IllegalStateException.class).hasMessage("@RateLimited on " + Misnamed.class.getName()
         + ".greet: no policy named 'per-usr' in sluice.policies; the policies are "
-        + "[api, login, per-user, pair-user, pair-all, tokens, token-calls, bulk, load]");
+        + "[api, login, per-user, pair-user, pair-all, tokens, token-calls, bulk, load, small, large, paced]");
   }
 
   /**
@@ -130,5 +130,98 @@ class SluiceConfigurationTest {
           assertThat(a.getAction()).startsWith("Correct the property or annotation named at the start of the description");
         });
     assertThat(new SluiceFailureAnalyzer().analyze(new IllegalArgumentException("not ours"))).isNull();
+  }
+
+  /** Boot's failure-analysis report on {@code failure}: Sluice's analyzer must recognise it. */
+  static org.springframework.boot.diagnostics.FailureAnalysis report(Throwable failure) {
+    org.springframework.boot.diagnostics.FailureAnalysis a = new SluiceFailureAnalyzer().analyze(failure);
+    assertThat(a).as("no Sluice report for %s", failure).isNotNull();
+    assertThat(a.getAction()).startsWith("Correct the property or annotation named at the start of the description");
+    return a;
+  }
+
+  /**
+   * Issue 32, item 8: each misconfiguration stops the start and Boot's report names the property
+   * path, the value and the fix. An unknown property under a rule is refused (the binder would drop
+   * it, and a rule with a misspelt skip condition would charge what it was meant to skip).
+   */
+  @Test void anUnknownRulePropertyIsReportedWithItsPathValueAndTheRulesProperties() {
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
+        "sluice.http.rules[0].skip-condtion=method == 'HEAD'")).run(ctx -> assertThat(report(ctx.getStartupFailure()).getDescription())
+        .isEqualTo("Sluice's configuration is invalid: sluice.http.rules[0].skip-condtion is not a rule property (its value "
+            + "'method == 'HEAD''); a rule takes execute-condition, headers, key, methods, patterns, permits, policies, policy, "
+            + "refund-condition, response, skip-condition, skip-on-failure, skip-on-success, skip-when-no-key"));
+  }
+
+  @Test void aConditionThatIsNotSpelIsReportedWithItsPathAndValue() {
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
+        "sluice.http.rules[0].execute-condition=header('X-Tier' == 'free'")).run(ctx -> assertThat(report(ctx.getStartupFailure())
+        .getDescription()).startsWith("Sluice's configuration is invalid: sluice.http.rules[0].execute-condition "
+            + "'header('X-Tier' == 'free'' is not a SpEL expression: "));
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
+        "sluice.http.rules[0].refund-condition=getStatus() eq", "sluice.http.rules[0].skip-on-success=true")).run(ctx ->
+        assertThat(report(ctx.getStartupFailure()).getDescription()).startsWith(
+            "Sluice's configuration is invalid: sluice.http.rules[0].refund-condition 'getStatus() eq' is not a SpEL expression: "));
+  }
+
+  @Test void anUnknownAlgorithmIsReportedWithThePolicyTheValueAndTheAlgorithms() {
+    runner.withPropertyValues("sluice.policies[0].name=api", "sluice.policies[0].algorithm=token-bukket",
+        "sluice.policies[0].limit=5", "sluice.policies[0].window=1m").run(ctx -> assertThat(report(ctx.getStartupFailure())
+        .getDescription()).startsWith("Sluice's configuration is invalid: sluice.policies: policy #1 ('api')")
+        .contains("'token-bukket'").contains("fixed-window").contains("gcra"));
+  }
+
+  @Test void aRateLimitedNamingNoPolicyIsReportedByBootsFailureAnalysis() {
+    Throwable failure = catchThrowable(() -> Apps.startWith(new Class<?>[] {Misnamed.class}).close());
+    assertThat(report(failure).getDescription()).isEqualTo("Sluice's configuration is invalid: @RateLimited on "
+        + Misnamed.class.getName() + ".greet: no policy named 'per-usr' in sluice.policies; the policies are "
+        + "[api, login, per-user, pair-user, pair-all, tokens, token-calls, bulk, load, small, large, paced]");
+  }
+
+  /** The rules' other new settings: two refund rules at once, a policy named twice, a response outside 4xx/5xx. */
+  @Test void theRulesNewSettingsAreCheckedAtStart() {
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
+        "sluice.http.rules[0].refund-condition=status == 401", "sluice.http.rules[0].skip-on-success=true")).run(ctx ->
+        assertThat(cause(ctx)).hasMessage("sluice.http.rules[0].refund-condition 'status == 401' is given with skip-on-success; "
+            + "give one refund rule (skip-on-success is refund-condition \"status < 400\", skip-on-failure \"status >= 500\")"));
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policies[0]=api",
+        "sluice.http.rules[0].policies[1]=api")).run(ctx ->
+        assertThat(cause(ctx)).hasMessage("sluice.http.rules[0].policies[1] names 'api' twice; a rule charges each policy once"));
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
+        "sluice.http.rules[0].policies[0]=api")).run(ctx ->
+        assertThat(cause(ctx)).hasMessage("sluice.http.rules[0] names policy 'api' and policies [api]; give one of them "
+            + "(policies: [api, ...] charges them all)"));
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
+        "sluice.http.response.status=302")).run(ctx ->
+        assertThat(cause(ctx)).hasMessage("sluice.http.response.status is 302; a refusal answers a client or server error, 400 to 599"));
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
+        "sluice.http.rules[0].response.content-type=json")).run(ctx ->
+        assertThat(cause(ctx)).hasMessageStartingWith("sluice.http.rules[0].response.content-type 'json' is not a media type"));
+  }
+
+  /** A bean whose annotation's key is not SpEL, and one whose timeout is not a duration. */
+  static class Misparsed {
+    @RateLimited(policy = "per-user", key = "#user.")
+    public String greet(String user) {
+      return "hello " + user;
+    }
+  }
+
+  static class Mistimed {
+    @RateLimited(policy = "paced", key = "#user", timeout = "5 seconds")
+    public String greet(String user) {
+      return "hello " + user;
+    }
+  }
+
+  /** Issue 32, item 8: an annotation's bad SpEL or timeout stops the start, reported with the method, the value and the fix. */
+  @Test void aRateLimitedWithBadSpelOrTimeoutIsReportedAtStart() {
+    Throwable failure = catchThrowable(() -> Apps.startWith(new Class<?>[] {Misparsed.class}).close());
+    assertThat(report(failure).getDescription()).startsWith("Sluice's configuration is invalid: @RateLimited on "
+        + Misparsed.class.getName() + ".greet: key '#user.' is not a SpEL expression: ");
+    failure = catchThrowable(() -> Apps.startWith(new Class<?>[] {Mistimed.class}).close());
+    assertThat(report(failure).getDescription()).isEqualTo("Sluice's configuration is invalid: @RateLimited on "
+        + Mistimed.class.getName() + ".greet: timeout '5 seconds' is not a duration; write a whole number and a unit"
+        + " (us, ms, s, m, h, d) such as 500ms or 1m, or ISO-8601 such as PT1M30S");
   }
 }

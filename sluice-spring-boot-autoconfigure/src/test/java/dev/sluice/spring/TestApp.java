@@ -48,6 +48,23 @@ public class TestApp {
       return Thread.currentThread().getName();
     }
 
+    /** What {@code HttpRuleFeaturesTest}'s rules charge: answers {@code status} (200 by default). */
+    @org.springframework.web.bind.annotation.RequestMapping("/feature/**")
+    ResponseEntity<String> feature(@RequestParam(defaultValue = "200") int status) {
+      return ResponseEntity.status(status).body("feature");
+    }
+
+    /** {@code RateLimitedAsyncTest}: a CompletionStage and a Flux under the annotation. */
+    @GetMapping("/stage/{user}")
+    java.util.concurrent.CompletableFuture<String> stage(@PathVariable String user) {
+      return greeter.greetStage(user);
+    }
+
+    @GetMapping("/flux/{user}")
+    reactor.core.publisher.Flux<String> flux(@PathVariable String user) {
+      return greeter.greetMany(user);
+    }
+
     @GetMapping("/open")
     String open() {
       return "no rule matches";
@@ -162,6 +179,42 @@ public class TestApp {
 
     Mono<String> busyLater(String user, RateLimitExceededException refused) {
       return Mono.just("busy later " + user + " (" + refused.policyName() + ")");
+    }
+
+    /** Waits for its permit up to 5 s (one call per 200 ms). */
+    @RateLimited(policy = "paced", key = "#user", timeout = "5s")
+    public String patient(String user) {
+      return "patient " + user;
+    }
+
+    /** Waits 10 ms at most: the second call within 200 ms is refused at once. */
+    @RateLimited(policy = "paced", key = "#user", timeout = "10ms")
+    public String impatient(String user) {
+      return "impatient " + user;
+    }
+
+    @RateLimited(policy = "paced", key = "#user", timeout = "5s")
+    public Mono<String> patientLater(String user) {
+      return Mono.just("patient later " + user);
+    }
+
+    @RateLimited(policy = "per-user", key = "'stage:' + #user")
+    public java.util.concurrent.CompletableFuture<String> greetStage(String user) {
+      return java.util.concurrent.CompletableFuture.supplyAsync(() -> "hello stage " + user);
+    }
+
+    @RateLimited(policy = "per-user", key = "'stage-busy:' + #user", fallbackMethod = "busyStage")
+    public java.util.concurrent.CompletionStage<String> greetStageOrBusy(String user) {
+      return java.util.concurrent.CompletableFuture.completedFuture("hello stage " + user);
+    }
+
+    java.util.concurrent.CompletionStage<String> busyStage(String user, RateLimitExceededException refused) {
+      return java.util.concurrent.CompletableFuture.completedFuture("busy stage " + user);
+    }
+
+    @RateLimited(policy = "per-user", key = "'flux:' + #user")
+    public reactor.core.publisher.Flux<String> greetMany(String user) {
+      return reactor.core.publisher.Flux.just("hello", user);
     }
 
     /** An LLM call's shape: reserve the most it may cost, settle what it used. */
