@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.kernel.Store;
 import dev.sluice.redis.RedisRateLimiter;
+import dev.sluice.redis.RedisClusterNodes;
+import dev.sluice.redis.RedisServerProcess;
 import dev.sluice.redis.SharedRedis;
 import dev.sluice.springclients.ClientsApp;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -89,6 +91,44 @@ class SluiceRedisClientsTest {
       }
       decidesOnRedis(a, b, "redis-redisson");
       assertOnlyNamedConnections(before, name);
+    }
+  }
+
+  /**
+   * A RedissonClient bean beside Boot's Lettuce factory (spring-boot-starter-data-redis on the class path,
+   * no client type chosen): the Redisson bean is the application's choice and is used.
+   */
+  @Test void aRedissonBeanComesBeforeBootsLettuceFactory() throws Exception {
+    String name = "sluice-redisson-" + UUID.randomUUID();
+    String[] props = {"sluice.store=redis", "sluice.timeout=2s", "spring.autoconfigure.exclude=" + RedisStoreTest.NO_DATABASE,
+        "spring.data.redis.url=" + SharedRedis.URL, "test.redisson.client-name=" + name, "sluice.redis.url=redis://127.0.0.1:7169"};
+    try (ConfigurableApplicationContext app = start(new Class<?>[] {RedissonBean.class}, props)) {
+      assertThat(app.getBeansOfType(RedisConnectionFactory.class).values()).singleElement()
+          .isInstanceOf(org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory.class);
+      assertThat(app.getBean(Store.class).name()).isEqualTo("redis-redisson");
+      String id = UUID.randomUUID().toString();
+      assertThat(Apps.admitted(150, 429, () -> "/bulk", id, Apps.client(app))).isEqualTo(100);
+    }
+  }
+
+  /** Spring Data Redis's Jedis factory on a three-master Cluster (private, ports 7317-7319): the factory's own JedisCluster. */
+  @Test void aJedisClusterFactoryIsTheStoresClient() throws Exception {
+    int[] ports = {7317, 7318, 7319};
+    List<RedisServerProcess> nodes = RedisClusterNodes.start(ports);
+    try {
+      String[] props = {"sluice.store=redis", "sluice.timeout=2s", "spring.autoconfigure.exclude=" + RedisStoreTest.NO_DATABASE,
+          "spring.data.redis.client-type=jedis", "spring.data.redis.cluster.nodes=127.0.0.1:" + ports[0],
+          "sluice.redis.url=redis://127.0.0.1:7169"};
+      try (ConfigurableApplicationContext app = start(NO_BEANS, props)) {
+        assertThat(app.getBean(Store.class).name()).isEqualTo("redis-jedis");
+        String id = UUID.randomUUID().toString();
+        assertThat(Apps.admitted(150, 429, () -> "/bulk", id, Apps.client(app))).isEqualTo(100);
+        assertThat(Apps.client(app).json("/actuator/health").at("/components/sluice/status").asText()).isEqualTo("UP");
+      }
+    } finally {
+      for (RedisServerProcess n : nodes) {
+        n.close();
+      }
     }
   }
 
