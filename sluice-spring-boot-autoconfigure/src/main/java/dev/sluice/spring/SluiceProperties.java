@@ -21,7 +21,7 @@ public class SluiceProperties {
   public enum StoreType {
     /** In this process (the default): exact, fastest, not shared between instances. */
     MEMORY,
-    /** Redis: the application's Lettuce connection factory when Spring Data Redis is present, else sluice.redis.url. */
+    /** Redis: the application's RedissonClient, else Spring Data Redis's Jedis or Lettuce connection factory, else sluice.redis.url. */
     REDIS,
     /** PostgreSQL through the application's DataSource. */
     JDBC
@@ -82,9 +82,9 @@ public class SluiceProperties {
 
   public Http getHttp() { return http; }
 
-  /** sluice.redis.*: used when there is no Lettuce connection factory in the application. */
+  /** sluice.redis.*: used when the application has no Redis client Sluice can use. */
   public static class Redis {
-    /** A redis:// URI, used when the application has no Lettuce connection factory. */
+    /** A redis:// URI, used when the application has no RedissonClient or Spring Data Redis connection factory. */
     private String url = "redis://127.0.0.1:6379";
 
     public String getUrl() { return url; }

@@ -49,7 +49,7 @@ class ModuleTest {
         "RateLimitsEndpoint", "RequestKeys", "SluiceAutoConfiguration", "SluiceProperties", "SluiceServletFilter",
         "SluiceWebFilter", "StoreHealthIndicator");
     assertThat(Files.readString(DIR.resolve("target/classes/META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports")).strip())
-        .isEqualTo("dev.sluice.spring.SluiceAutoConfiguration");
+        .isEqualTo("dev.sluice.spring.SluiceAutoConfiguration\ndev.sluice.spring.SluiceRedisClientsAutoConfiguration");
     assertThat(DIR.resolve("target/classes/META-INF/spring-configuration-metadata.json")).exists();
   }
 

@@ -11,6 +11,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import redis.clients.jedis.Jedis;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.exceptions.JedisNoScriptException;
@@ -39,6 +40,10 @@ import redis.clients.jedis.exceptions.JedisNoScriptException;
  * a standalone client built as usual does not; a Cluster client does unless it is built with
  * {@code maxAttempts} 1 (it then follows no redirect either: a call that meets {@code MOVED} fails,
  * and the client has renewed its slot map for the next one).
+ *
+ * <p>A pool the application holds as something else than a {@code UnifiedJedis} (Spring Data Redis's
+ * {@code JedisConnectionFactory} lends a {@link Jedis} per connection) is used through
+ * {@link #borrowing(Supplier, int)}: each command borrows one connection and gives it back.
  */
 public final class JedisTransport implements RedisTransport {
   /** Threads sending commands unless {@link #of(UnifiedJedis, int)} says otherwise: Jedis' default pool size. */
@@ -46,14 +51,11 @@ public final class JedisTransport implements RedisTransport {
   /** Commands that may wait for a lane before a call on it fails as not sent. */
   static final int QUEUE = 1024;
 
-  private final UnifiedJedis jedis;
+  private final Commands jedis;
   /** One thread each; a key's commands always take the same one. */
   private final ThreadPoolExecutor[] lanes;
 
-  private JedisTransport(UnifiedJedis jedis, int threads) {
-    if (jedis == null) {
-      throw new NullPointerException("jedis");
-    }
+  private JedisTransport(Commands jedis, int threads) {
     if (threads < 1) {
       throw new IllegalArgumentException("threads " + threads + " is less than 1");
     }
@@ -83,16 +85,89 @@ public final class JedisTransport implements RedisTransport {
    * A server that does not answer yet is left to that reload.
    */
   public static JedisTransport of(UnifiedJedis jedis, int threads) {
-    JedisTransport t = new JedisTransport(jedis, threads);
+    if (jedis == null) {
+      throw new NullPointerException("jedis");
+    }
+    return loaded(new JedisTransport(new Commands() {
+      @Override public Object evalsha(String sha, List<String> keys, List<String> args) {
+        return jedis.evalsha(sha, keys, args);
+      }
+
+      @Override public Object eval(String body, List<String> keys, List<String> args) {
+        return jedis.eval(body, keys, args);
+      }
+
+      @Override public long del(String key) {
+        return jedis.del(key);
+      }
+
+      @Override public void scriptLoad(String body) {
+        jedis.scriptLoad(body);
+      }
+    }, threads));
+  }
+
+  /**
+   * A transport that takes a connection from {@code connections} for each command and closes it once
+   * answered (a {@link Jedis} from a pool goes back to it, or is dropped when its socket broke), sending
+   * on {@code threads} lanes: for a pool that is not a {@code UnifiedJedis}, such as Spring Data Redis's
+   * {@code JedisConnectionFactory} ({@code () -> (Jedis) factory.getConnection().getNativeConnection()}).
+   * One command per decision still: borrowing sends nothing unless the pool is told to test its
+   * connections. Closing the transport leaves the pool open.
+   */
+  public static JedisTransport borrowing(Supplier<? extends Jedis> connections, int threads) {
+    if (connections == null) {
+      throw new NullPointerException("connections");
+    }
+    return loaded(new JedisTransport(new Commands() {
+      @Override public Object evalsha(String sha, List<String> keys, List<String> args) {
+        try (Jedis j = connections.get()) {
+          return j.evalsha(sha, keys, args);
+        }
+      }
+
+      @Override public Object eval(String body, List<String> keys, List<String> args) {
+        try (Jedis j = connections.get()) {
+          return j.eval(body, keys, args);
+        }
+      }
+
+      @Override public long del(String key) {
+        try (Jedis j = connections.get()) {
+          return j.del(key);
+        }
+      }
+
+      @Override public void scriptLoad(String body) {
+        try (Jedis j = connections.get()) {
+          j.scriptLoad(body);
+        }
+      }
+    }, threads));
+  }
+
+  /** {@code t} once Sluice's scripts are loaded, or tried to be (see {@link #of(UnifiedJedis, int)}). */
+  private static JedisTransport loaded(JedisTransport t) {
     try {
       for (String body : RedisTransport.scripts()) {
-        jedis.scriptLoad(body);
+        t.jedis.scriptLoad(body);
       }
     } catch (RuntimeException e) {
       System.getLogger(JedisTransport.class.getName()).log(System.Logger.Level.DEBUG,
           "scripts not loaded now (NOSCRIPT will load them): " + e);
     }
     return t;
+  }
+
+  /** What the transport sends, on a {@code UnifiedJedis} or on a borrowed {@link Jedis}. */
+  private interface Commands {
+    Object evalsha(String sha, List<String> keys, List<String> args);
+
+    Object eval(String body, List<String> keys, List<String> args);
+
+    long del(String key);
+
+    void scriptLoad(String body);
   }
 
   @Override public CompletableFuture<List<Object>> evalsha(String sha, String[] keys, String[] args) {

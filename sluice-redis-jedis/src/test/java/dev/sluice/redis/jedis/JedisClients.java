@@ -1,6 +1,7 @@
 package dev.sluice.redis.jedis;
 
 import java.net.URI;
+import java.util.Map;
 import java.util.Set;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
@@ -29,7 +30,17 @@ final class JedisClients {
 
   /** A Cluster client seeded with {@code port}, sending each command once ({@code maxAttempts} 1). */
   static UnifiedJedis cluster(int port) {
-    return RedisClusterClient.builder().nodes(Set.of(new HostAndPort("127.0.0.1", port))).maxAttempts(1).clientConfig(config())
-        .build();
+    return cluster(port, Map.of());
+  }
+
+  /**
+   * {@link #cluster(int)}, reaching each node the cluster announces on a port of {@code toPort}'s keys
+   * on that key's value instead (a cluster behind the fault kit's proxy, reached past it).
+   */
+  static UnifiedJedis cluster(int port, Map<Integer, Integer> toPort) {
+    JedisClientConfig c = DefaultJedisClientConfig.builder().socketTimeoutMillis(SOCKET_TIMEOUT_MILLIS)
+        .connectionTimeoutMillis(SOCKET_TIMEOUT_MILLIS)
+        .hostAndPortMapper(hp -> new HostAndPort(hp.getHost(), toPort.getOrDefault(hp.getPort(), hp.getPort()))).build();
+    return RedisClusterClient.builder().nodes(Set.of(new HostAndPort("127.0.0.1", port))).maxAttempts(1).clientConfig(c).build();
   }
 }

@@ -1,10 +1,12 @@
 package dev.sluice.redis.redisson;
 
 import java.time.Duration;
+import java.util.Map;
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 import org.redisson.config.ConstantDelay;
+import org.redisson.misc.RedisURI;
 
 /** The Redisson clients the tests build. */
 final class RedissonClients {
@@ -29,9 +31,18 @@ final class RedissonClients {
 
   /** A Cluster client seeded with {@code port}. */
   static RedissonClient cluster(int port) {
+    return cluster(port, Map.of());
+  }
+
+  /**
+   * {@link #cluster(int)}, reaching each node the cluster announces on a port of {@code toPort}'s keys
+   * on that key's value instead (a cluster behind the fault kit's proxy, reached past it).
+   */
+  static RedissonClient cluster(int port, Map<Integer, Integer> toPort) {
     Config c = new Config();
     c.useClusterServers().addNodeAddress("redis://127.0.0.1:" + port).setTimeout(TIMEOUT_MILLIS)
-        .setConnectTimeout(TIMEOUT_MILLIS).setMasterConnectionMinimumIdleSize(2).setReconnectionDelay(RECONNECT);
+        .setConnectTimeout(TIMEOUT_MILLIS).setMasterConnectionMinimumIdleSize(2).setReconnectionDelay(RECONNECT)
+        .setNatMapper(uri -> toPort.containsKey(uri.getPort()) ? new RedisURI(uri.getScheme(), uri.getHost(), toPort.get(uri.getPort())) : uri);
     return Redisson.create(c);
   }
 }
