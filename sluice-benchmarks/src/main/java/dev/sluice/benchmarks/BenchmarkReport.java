@@ -208,6 +208,24 @@ public final class BenchmarkReport {
     return a == null || b == null || b.score <= 0 ? Double.NaN : a.score / b.score;
   }
 
+  /**
+   * A hand-written section ({@code analysis.md}, the results of a benchmark run by hand): read from the
+   * source tree when run from the repository root (so it can be edited while a run is in progress),
+   * else from the jar.
+   */
+  private void handWritten(String name) throws java.io.IOException {
+    Path source = Path.of("sluice-benchmarks/src/main/resources/dev/sluice/benchmarks/" + name);
+    if (Files.isReadable(source)) {
+      md.append(Files.readString(source)).append('\n');
+    } else {
+      try (InputStream in = BenchmarkReport.class.getResourceAsStream(name)) {
+        if (in != null) {
+          md.append(new String(in.readAllBytes(), StandardCharsets.UTF_8)).append('\n');
+        }
+      }
+    }
+  }
+
   void line(String s) {
     md.append(s).append('\n');
   }
@@ -264,6 +282,9 @@ public final class BenchmarkReport {
     }
     if (wanted("redis")) {
       RemoteSuites.redis(this);
+      // Run by hand (RedisClientsRun: every Redis client beside Bucket4j's proxy managers); its last
+      // results are kept in a hand-written section, so a regeneration keeps them in place.
+      handWritten("redis-clients.md");
     }
     if (wanted("postgres")) {
       RemoteSuites.postgres(this);
@@ -298,18 +319,7 @@ public final class BenchmarkReport {
       line("| " + t[0] + " | " + t[1] + " | " + t[2] + " | " + t[3] + " |");
     }
     line("");
-    // The hand-written analysis: read from the source tree when run from the repository root (so it
-    // can be edited while a run is in progress), else from the jar.
-    Path analysis = Path.of("sluice-benchmarks/src/main/resources/dev/sluice/benchmarks/analysis.md");
-    if (Files.isReadable(analysis)) {
-      md.append(Files.readString(analysis)).append('\n');
-    } else {
-      try (InputStream in = BenchmarkReport.class.getResourceAsStream("analysis.md")) {
-        if (in != null) {
-          md.append(new String(in.readAllBytes(), StandardCharsets.UTF_8)).append('\n');
-        }
-      }
-    }
+    handWritten("analysis.md");
     saved.append(md);
     md.setLength(0);
     line("## Load during the run (`/proc/loadavg`: 1, 5, 15 min averages, runnable/total tasks)");

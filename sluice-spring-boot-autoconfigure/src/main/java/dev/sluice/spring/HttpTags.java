@@ -1,6 +1,7 @@
 package dev.sluice.spring;
 
 import dev.sluice.Decision;
+import dev.sluice.kernel.BoundedValues;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
@@ -9,7 +10,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.context.expression.BeanFactoryResolver;
@@ -28,7 +28,7 @@ import org.springframework.expression.spel.support.StandardEvaluationContext;
  * of a request (a plan, a route, a tenant).
  */
 final class HttpTags {
-  static final String OTHER = "_other";
+  static final String OTHER = BoundedValues.OTHER;
   static final String NONE = "none";
   static final int DEFAULT_MAX_VALUES = 100;
   static final int MOST_MAX_VALUES = 10_000;
@@ -108,15 +108,14 @@ final class HttpTags {
     final String name;
     private final String where;
     private final Expression expression;
-    private final int max;
-    private final Set<String> values = ConcurrentHashMap.newKeySet();
+    private final BoundedValues values;
     private final AtomicBoolean warned = new AtomicBoolean();
 
     Tag(String where, String name, Expression expression, int max) {
       this.where = where;
       this.name = name;
       this.expression = expression;
-      this.max = max;
+      this.values = new BoundedValues(max);
     }
 
     String value(RuleRequest request, BeanFactoryResolver beans) {
@@ -134,28 +133,13 @@ final class HttpTags {
       return bound(v == null ? null : v.toString());
     }
 
-    /** {@code v}, or {@link #NONE} when blank, or {@link #OTHER} when it would be a value past the cap. */
+    /** {@code v}, or {@link #NONE} when blank, or {@link #OTHER} when it would be a value past the cap (the kernel's rule). */
     String bound(String v) {
-      if (v == null || v.isBlank()) {
-        return NONE;
-      }
-      if (values.contains(v)) {
-        return v;
-      }
-      synchronized (values) {
-        if (values.contains(v)) {
-          return v;
-        }
-        if (values.size() >= max) {
-          return OTHER;
-        }
-        values.add(v);
-        return v;
-      }
+      return v == null || v.isBlank() ? NONE : values.bound(v);
     }
 
     int distinct() {
-      return values.size();
+      return values.distinct();
     }
   }
 }

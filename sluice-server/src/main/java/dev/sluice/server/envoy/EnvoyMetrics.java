@@ -1,11 +1,11 @@
 package dev.sluice.server.envoy;
 
 import dev.sluice.Decision;
+import dev.sluice.kernel.BoundedValues;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * envoyproxy/ratelimit's per-descriptor statistics, as Prometheus counters tagged {@code domain} and
@@ -26,12 +26,13 @@ final class EnvoyMetrics {
   static final double NEAR_LIMIT_RATIO = 0.8;
   /** Most stat keys that carry request values: 5 counters each, 5,000 series at most. */
   static final int MAX_VALUE_STAT_KEYS = 1_000;
-  static final String OTHER = "_other";
+  static final String OTHER = BoundedValues.OTHER;
 
   private final MeterRegistry registry;
   private volatile Set<String> domains;
   private final ConcurrentHashMap<StatKey, Meters> meters = new ConcurrentHashMap<>();
-  private final AtomicInteger valueStatKeys = new AtomicInteger();
+  /** The stat keys that carry request values and have meters of their own: the kernel's cap. */
+  private final BoundedValues valueStatKeys = new BoundedValues(MAX_VALUE_STAT_KEYS);
 
   /** {@code domains}: the configured ones, whose name a capped stat key keeps. */
   EnvoyMetrics(MeterRegistry registry, Set<String> domains) {
@@ -93,8 +94,7 @@ final class EnvoyMetrics {
     if (!carriesValues) {
       return meters.computeIfAbsent(k, x -> new Meters(domain, descriptor));
     }
-    m = meters.computeIfAbsent(k, x -> valueStatKeys.getAndUpdate(c -> c < MAX_VALUE_STAT_KEYS ? c + 1 : c) < MAX_VALUE_STAT_KEYS
-        ? new Meters(domain, descriptor) : null);
+    m = meters.computeIfAbsent(k, x -> valueStatKeys.admits(x) ? new Meters(domain, descriptor) : null);
     if (m != null) {
       return m;
     }
