@@ -25,12 +25,20 @@ public final class RateLimiterRegistry implements AutoCloseable {
   private final String store;
   private final PolicyTable<Counts> table;
   private final Map<String, RateLimiter> limiters;
+  /** The events the actuator's ratelimitevents endpoint shows (none kept when the buffer size is 0). */
+  private final RateLimitEvents events;
 
   /**
    * One limiter per policy of {@code store}, each reporting to this registry's counts, then to
    * {@code next}; {@code name} is the store's name as the endpoint and the health report it.
    */
   RateLimiterRegistry(String name, Store store, List<Policy> policies, RateLimitListener next) {
+    this(name, store, policies, next, new RateLimitEvents(0, RateLimitListener.NONE, java.time.Clock.systemUTC()));
+  }
+
+  /** As above, {@code events} being the buffer in {@code next}'s chain the events endpoint reads. */
+  RateLimiterRegistry(String name, Store store, List<Policy> policies, RateLimitListener next, RateLimitEvents events) {
+    this.events = events;
     this.store = name;
     this.table = new PolicyTable<>(store, policies, p -> new Counts(next), c -> c);
     Map<String, RateLimiter> m = new LinkedHashMap<>();
@@ -76,6 +84,11 @@ public final class RateLimiterRegistry implements AutoCloseable {
   /** Nothing to release: the store bean closes the limiters it built. */
   @Override public void close() {}
 
+  /** The events kept for the events endpoint. */
+  RateLimitEvents events() {
+    return events;
+  }
+
   /** Counts decisions, then tells the next listener (Micrometer's, when bound). */
   private static final class Counts implements RateLimitListener {
     final LongAdder allowed = new LongAdder();
@@ -100,6 +113,10 @@ public final class RateLimiterRegistry implements AutoCloseable {
 
     @Override public void onRefund(Policy policy, Refund result) {
       next.onRefund(policy, result);
+    }
+
+    @Override public void onSettle(Policy policy, dev.sluice.Settlement result) {
+      next.onSettle(policy, result);
     }
 
     @Override public void onStoreCall(Policy policy, long latencyNanos, Throwable error) {

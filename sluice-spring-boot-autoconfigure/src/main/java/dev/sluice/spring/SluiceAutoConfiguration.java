@@ -163,11 +163,15 @@ public class SluiceAutoConfiguration {
     props.failureModes(); // checked whichever store runs: a setting is never accepted unread
     RateLimitMetrics m = metrics.getIfAvailable();
     RateLimitListener next = m == null ? RateLimitListener.NONE : m;
+    RateLimitEvents events = new RateLimitEvents(RateLimitEvents.size(props.getEventBufferSize()), next, java.time.Clock.systemUTC());
+    if (events.keeps()) {
+      next = events; // the events endpoint's buffer, then the meters
+    }
     // The starter has always named PostgreSQL by its setting, sluice.store=jdbc (the endpoint, the health).
     boolean jdbc = "postgres".equals(store.name());
     RateLimiterRegistry r;
     try {
-      r = new RateLimiterRegistry(jdbc ? "jdbc" : store.name(), store, policies(props.getPolicies(), env), next);
+      r = new RateLimiterRegistry(jdbc ? "jdbc" : store.name(), store, policies(props.getPolicies(), env), next, events);
     } catch (IllegalStateException e) {
       if (jdbc && e.getCause() instanceof java.sql.SQLException) { // the first limiter's schema (apply-schema)
         throw new IllegalStateException("sluice.jdbc.apply-schema: " + e.getMessage(), e.getCause());
@@ -330,6 +334,12 @@ public class SluiceAutoConfiguration {
     @ConditionalOnMissingBean
     RateLimitsEndpoint sluiceRateLimitsEndpoint(RateLimiterRegistry registry) {
       return new RateLimitsEndpoint(registry);
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    RateLimitEventsEndpoint sluiceRateLimitEventsEndpoint(RateLimiterRegistry registry) {
+      return new RateLimitEventsEndpoint(registry.events(), registry);
     }
   }
 

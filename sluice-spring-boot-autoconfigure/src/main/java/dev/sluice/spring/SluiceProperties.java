@@ -41,6 +41,8 @@ public class SluiceProperties {
   private String failureMode = "closed";
   /** Most keys one policy's memory limiter tracks (the memory store, and the fallback's). */
   private int maxKeys = 10_000;
+  /** Events kept for /actuator/ratelimitevents (decisions, refunds, settlements; never keys): 0 keeps none, at most 10000. */
+  private int eventBufferSize = RateLimitEvents.DEFAULT_BUFFER;
   private final Redis redis = new Redis();
   private final Jdbc jdbc = new Jdbc();
   private final Http http = new Http();
@@ -73,6 +75,10 @@ public class SluiceProperties {
   }
 
   public int getMaxKeys() { return maxKeys; }
+
+  public int getEventBufferSize() { return eventBufferSize; }
+
+  public void setEventBufferSize(int eventBufferSize) { this.eventBufferSize = eventBufferSize; }
 
   public void setMaxKeys(int maxKeys) { this.maxKeys = maxKeys; }
 

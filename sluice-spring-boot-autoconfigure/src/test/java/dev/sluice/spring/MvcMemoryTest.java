@@ -201,6 +201,34 @@ class MvcMemoryTest {
     assertThat(client.json("/actuator/health").path("components").has("sluice")).isFalse();
   }
 
+  /**
+   * Issue 32 (Resilience4j's ratelimiterevents): the last events of every policy, oldest first, with
+   * the answer's reason and path words; one policy's alone; never a key; an unknown policy is a 400.
+   */
+  @Test void theEventsEndpointShowsTheLastDecisionsWithoutKeys() {
+    String who = id + "-events";
+    for (int i = 0; i < 4; i++) {
+      client.get("/greet/" + who);
+    }
+    JsonNode all = client.json("/actuator/ratelimitevents").get("events");
+    assertThat(all.size()).isPositive().isLessThanOrEqualTo(100);
+    JsonNode api = client.json("/actuator/ratelimitevents/per-user").get("events");
+    assertThat(api.size()).isPositive();
+    java.util.List<String> types = new java.util.ArrayList<>();
+    api.forEach(e -> {
+      assertThat(e.get("policy").asText()).isEqualTo("per-user");
+      assertThat(e.has("time")).isTrue();
+      types.add(e.get("type").asText());
+    });
+    assertThat(types).contains("allowed", "refused");
+    JsonNode refused = java.util.stream.StreamSupport.stream(api.spliterator(), false)
+        .filter(e -> e.get("type").asText().equals("refused")).findFirst().orElseThrow();
+    assertThat(refused.get("reason").asText()).isEqualTo("limit_exceeded");
+    assertThat(refused.get("path").asText()).isEqualTo("primary");
+    assertThat(client.get("/actuator/ratelimitevents").body()).as("keys are never shown").doesNotContain(who);
+    assertThat(client.get("/actuator/ratelimitevents/nope").statusCode()).isEqualTo(400);
+  }
+
   @Test void theFilterRunsEarlyByDefault(@Autowired FilterRegistrationBean<SluiceServletFilter> sluiceServletFilter) {
     assertThat(sluiceServletFilter.getOrder()).isEqualTo(SluiceWebFilter.ORDER).isLessThan(-100);
     assertThat(sluiceServletFilter.isEnabled()).isTrue();
