@@ -20,7 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.function.Function;
-import java.util.function.Supplier;
+import java.util.function.Predicate;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -103,12 +103,12 @@ class Bucket4jStarterReplayTest {
   }
 
   /**
-   * Replays {@code trace} through Bucket4j: one bucket per cache key, created at the key's first
-   * request (the starter's proxy manager creates a bucket's state on its first command), one token
-   * per request ({@code num-tokens}' default) through {@code tryConsumeAndReturnRemaining}.
+   * Bucket4j on {@code clock} (its {@link TimeMeter} reads it, in nanoseconds): one bucket per cache
+   * key, created at the key's first request (the starter's proxy manager creates a bucket's state on
+   * its first command), one token per request ({@code num-tokens}' default) through
+   * {@code tryConsumeAndReturnRemaining}.
    */
-  static boolean[] replayBucket4j(List<Request> trace, Function<Request, String> cacheKey, Supplier<BucketConfiguration> config) {
-    ManualTicker clock = ManualTicker.at(START);
+  static Predicate<Request> bucket4j(ManualTicker clock, Function<Request, String> cacheKey, BucketConfiguration config) {
     TimeMeter meter = new TimeMeter() {
       @Override public long currentTimeNanos() {
         return clock.nowMicros() * 1_000;
@@ -119,39 +119,42 @@ class Bucket4jStarterReplayTest {
       }
     };
     Map<String, Bucket> buckets = new HashMap<>();
-    boolean[] admitted = new boolean[trace.size()];
-    for (int i = 0; i < trace.size(); i++) {
-      Request r = trace.get(i);
-      clock.set(r.atMicros());
-      Bucket bucket = buckets.computeIfAbsent(cacheKey.apply(r), k -> {
-        LocalBucketBuilder b = Bucket.builder().withCustomTimePrecision(meter);
-        for (Bandwidth bw : config.get().getBandwidths()) {
-          b.addLimit(bw);
-        }
-        return b.build();
-      });
-      admitted[i] = bucket.tryConsumeAndReturnRemaining(1).isConsumed();
-    }
-    return admitted;
+    return r -> buckets.computeIfAbsent(cacheKey.apply(r), k -> {
+      LocalBucketBuilder b = Bucket.builder().withCustomTimePrecision(meter);
+      for (Bandwidth bw : config.getBandwidths()) {
+        b.addLimit(bw);
+      }
+      return b.build();
+    }).tryConsumeAndReturnRemaining(1).isConsumed();
   }
 
   // ---------------------------------------------------------------------------------------------
   // Sluice's side, as the migration table translates it
   // ---------------------------------------------------------------------------------------------
 
-  /** One memory-tier limiter per policy on one clock; several are {@code RateLimiters.all} (a rule's {@code policies: [a, b]}). */
-  static boolean[] replaySluice(List<Request> trace, Function<Request, String> key, Policy... policies) {
-    ManualTicker clock = ManualTicker.at(START);
+  /** One memory-tier limiter per policy on {@code clock}; several are {@code RateLimiters.all} (a rule's {@code policies: [a, b]}). */
+  static Predicate<Request> sluice(ManualTicker clock, Function<Request, String> key, Policy... policies) {
     RateLimiter[] legs = new RateLimiter[policies.length];
     for (int i = 0; i < policies.length; i++) {
       legs[i] = MemoryRateLimiter.builder(policies[i]).ticker(clock).build();
     }
     RateLimiter limiter = legs.length == 1 ? legs[0] : RateLimiters.all(legs);
-    boolean[] admitted = new boolean[trace.size()];
+    return r -> limiter.tryAcquire(key.apply(r)).allowed();
+  }
+
+  /**
+   * Replays {@code trace} on one clock: set to each request's instant, then every side decides the
+   * request; {@code result[side][request]} is whether that side admitted it.
+   */
+  @SafeVarargs
+  static boolean[][] replay(List<Request> trace, ManualTicker clock, Predicate<Request>... sides) {
+    boolean[][] admitted = new boolean[sides.length][trace.size()];
     for (int i = 0; i < trace.size(); i++) {
       Request r = trace.get(i);
       clock.set(r.atMicros());
-      admitted[i] = limiter.tryAcquire(key.apply(r)).allowed();
+      for (int j = 0; j < sides.length; j++) {
+        admitted[j][i] = sides[j].test(r);
+      }
     }
     return admitted;
   }
@@ -221,8 +224,7 @@ class Bucket4jStarterReplayTest {
     //         - capacity: 5
     //           time: 10
     //           unit: seconds
-    boolean[] bucket4j = replayBucket4j(TRACE, r -> "all",
-        () -> starterConfiguration(new StarterBandwidth(5, null, 10, ChronoUnit.SECONDS, false)));
+    BucketConfiguration starter = starterConfiguration(new StarterBandwidth(5, null, 10, ChronoUnit.SECONDS, false));
     // The table: capacity/time/unit, greedy -> token-bucket; no cache-key -> key "'all'":
     //   sluice:
     //     policies:
@@ -236,15 +238,21 @@ class Bucket4jStarterReplayTest {
     //       - patterns: ["/**"]
     //         policy: readme
     //         key: "'all'"
-    boolean[] sluice = replaySluice(TRACE, Bucket4jStarterReplayTest::all,
-        Policy.tokenBucket("readme", 5, 5, Duration.ofSeconds(10)));
-    assertSameAdmissions("5 per 10 s for everyone", bucket4j, sluice);
-    assertThat(count(sluice)).as("the limit binds").isLessThan(REQUESTS);
+    // The row's "(or gcra)": rate = refill-tokens per refill-period, burst = capacity.
+    ManualTicker clock = ManualTicker.at(START);
+    boolean[][] a = replay(TRACE, clock, bucket4j(clock, r -> "all", starter),
+        sluice(clock, Bucket4jStarterReplayTest::all, Policy.tokenBucket("readme", 5, 5, Duration.ofSeconds(10))),
+        sluice(clock, Bucket4jStarterReplayTest::all, Policy.gcra("readme", 5, Duration.ofSeconds(10), 5)));
+    assertSameAdmissions("5 per 10 s for everyone", a[0], a[1]);
+    assertSameAdmissions("5 per 10 s for everyone, gcra", a[0], a[2]);
+    assertThat(count(a[1])).as("the limit binds").isLessThan(REQUESTS);
   }
 
   @Test
   void twoBandwidthsOnOneRateLimitForEveryone() {
-    // Two bandwidths on one rate limit (README's /users* filter has two; these bind on this trace):
+    // Two bandwidths on one rate limit (README's /users* filter has two; these bind on this trace).
+    // They are one bucket, consumed from both or neither; strategy (first/all) is about several
+    // rate limits on a filter and plays no part here:
     //   bucket4j:
     //     filters:
     //     - cache-name: buckets
@@ -258,9 +266,8 @@ class Bucket4jStarterReplayTest {
     //         - capacity: 100
     //           time: 1
     //           unit: hours
-    boolean[] bucket4j = replayBucket4j(TRACE, r -> "all",
-        () -> starterConfiguration(new StarterBandwidth(5, null, 10, ChronoUnit.SECONDS, false),
-            new StarterBandwidth(100, null, 1, ChronoUnit.HOURS, false)));
+    BucketConfiguration starter = starterConfiguration(new StarterBandwidth(5, null, 10, ChronoUnit.SECONDS, false),
+        new StarterBandwidth(100, null, 1, ChronoUnit.HOURS, false));
     // The table: several bandwidths -> rules[].policies: [a, b], each charged, all or nothing:
     //   sluice:
     //     policies:
@@ -273,11 +280,15 @@ class Bucket4jStarterReplayTest {
     //         key: "'all'"
     Policy burst = Policy.tokenBucket("burst", 5, 5, Duration.ofSeconds(10));
     Policy hourly = Policy.tokenBucket("hourly", 100, 100, Duration.ofHours(1));
-    boolean[] sluice = replaySluice(TRACE, Bucket4jStarterReplayTest::all, burst, hourly);
-    assertSameAdmissions("5 per 10 s and 100 per hour for everyone", bucket4j, sluice);
+    ManualTicker clock = ManualTicker.at(START);
+    boolean[][] a = replay(TRACE, clock, bucket4j(clock, r -> "all", starter),
+        sluice(clock, Bucket4jStarterReplayTest::all, burst, hourly),
+        sluice(clock, Bucket4jStarterReplayTest::all, burst),
+        sluice(clock, Bucket4jStarterReplayTest::all, hourly));
+    assertSameAdmissions("5 per 10 s and 100 per hour for everyone", a[0], a[1]);
     // Both legs bind: each alone decides some request otherwise than the two together.
-    assertThat(firstDifference(sluice, replaySluice(TRACE, Bucket4jStarterReplayTest::all, burst))).as("burst alone").isNotNegative();
-    assertThat(firstDifference(sluice, replaySluice(TRACE, Bucket4jStarterReplayTest::all, hourly))).as("hourly alone").isNotNegative();
+    assertThat(firstDifference(a[1], a[2])).as("burst alone").isNotNegative();
+    assertThat(firstDifference(a[1], a[3])).as("hourly alone").isNotNegative();
   }
 
   @Test
@@ -294,8 +305,7 @@ class Bucket4jStarterReplayTest {
     //           refill-capacity: 1
     //           time: 1
     //           unit: seconds
-    boolean[] bucket4j = replayBucket4j(TRACE, Request::address,
-        () -> starterConfiguration(new StarterBandwidth(10, 1L, 1, ChronoUnit.SECONDS, false)));
+    BucketConfiguration starter = starterConfiguration(new StarterBandwidth(10, 1L, 1, ChronoUnit.SECONDS, false));
     // The table: refill-capacity -> token-bucket's refill-tokens; cache-key getRemoteAddr() -> key remoteAddress:
     //   sluice:
     //     policies:
@@ -305,10 +315,13 @@ class Bucket4jStarterReplayTest {
     //       - patterns: ["/**"]
     //         policy: api
     //         key: remoteAddress
-    boolean[] sluice = replaySluice(TRACE, Bucket4jStarterReplayTest::remoteAddress,
-        Policy.tokenBucket("api", 10, 1, Duration.ofSeconds(1)));
-    assertSameAdmissions("10, refilling 1 per second, per address", bucket4j, sluice);
-    assertThat(count(sluice)).as("the limit binds").isLessThan(REQUESTS);
+    ManualTicker clock = ManualTicker.at(START);
+    boolean[][] a = replay(TRACE, clock, bucket4j(clock, Request::address, starter),
+        sluice(clock, Bucket4jStarterReplayTest::remoteAddress, Policy.tokenBucket("api", 10, 1, Duration.ofSeconds(1))),
+        sluice(clock, Bucket4jStarterReplayTest::remoteAddress, Policy.gcra("api", 1, Duration.ofSeconds(1), 10)));
+    assertSameAdmissions("10, refilling 1 per second, per address", a[0], a[1]);
+    assertSameAdmissions("10, refilling 1 per second, per address, gcra", a[0], a[2]);
+    assertThat(count(a[1])).as("the limit binds").isLessThan(REQUESTS);
   }
 
   /**
@@ -335,11 +348,13 @@ class Bucket4jStarterReplayTest {
     //           unit: minutes
     //           refill-speed: interval
     long window = 60_000_000L;
-    boolean[] bucket4j = replayBucket4j(TRACE, Request::address,
-        () -> starterConfiguration(new StarterBandwidth(10, null, 1, ChronoUnit.MINUTES, true)));
+    BucketConfiguration starter = starterConfiguration(new StarterBandwidth(10, null, 1, ChronoUnit.MINUTES, true));
     // The table's nearest: {name: login, algorithm: fixed-window, limit: 10, window: 1m}, key remoteAddress.
-    boolean[] sluice = replaySluice(TRACE, Bucket4jStarterReplayTest::remoteAddress,
-        Policy.fixedWindow("login", 10, Duration.ofMinutes(1)));
+    ManualTicker clock = ManualTicker.at(START);
+    boolean[][] a = replay(TRACE, clock, bucket4j(clock, Request::address, starter),
+        sluice(clock, Bucket4jStarterReplayTest::remoteAddress, Policy.fixedWindow("login", 10, Duration.ofMinutes(1))));
+    boolean[] bucket4j = a[0];
+    boolean[] sluice = a[1];
     System.out.printf("10 per minute, interval, per address: bucket4j admitted %d of %d, Sluice fixed-window %d%n",
         count(bucket4j), REQUESTS, count(sluice));
 
