@@ -50,13 +50,68 @@ public final class PolicyWords {
     }
     Map<String, Policy> byName = new LinkedHashMap<>();
     for (int i = 0; i < entries.size(); i++) {
-      Policy p = policy(entries.get(i), source + ": policy #" + (i + 1));
+      Policy p = policy(based(entries, i, source), source + ": policy #" + (i + 1));
       if (byName.putIfAbsent(p.name(), p) != null) {
         throw new IllegalArgumentException(source + ": policy #" + (i + 1) + " repeats the name '" + p.name()
             + "'; every policy needs its own name (the name is part of every key's identity)");
       }
     }
     return List.copyOf(byName.values());
+  }
+
+  /**
+   * Entry {@code i} with its {@code base} resolved: a shared base configuration (Resilience4j's
+   * {@code baseConfig}), the fields of the entry named by {@code base} (itself resolved, so bases
+   * chain) under the entry's own, which win; {@code base} itself removed. A base that names no entry,
+   * or a chain that comes back to itself, is refused naming the entry and the value.
+   */
+  private static Object based(List<?> entries, int i, String source) {
+    Object entry = entries.get(i);
+    if (!(entry instanceof Map<?, ?> e) || !e.containsKey("base")) {
+      return entry;
+    }
+    Map<Object, Object> merged = new LinkedHashMap<>();
+    java.util.Set<String> seen = new java.util.LinkedHashSet<>();
+    Map<?, ?> at = e;
+    String where = source + ": policy #" + (i + 1) + " ('" + e.get("name") + "')";
+    java.util.ArrayDeque<Map<?, ?>> chain = new java.util.ArrayDeque<>();
+    while (at != null) {
+      chain.push(at);
+      Object base = at.get("base");
+      if (base == null) {
+        break;
+      }
+      String b = base.toString();
+      if (!seen.add(b)) {
+        throw new IllegalArgumentException(where + ": base '" + b + "' comes back to itself (" + String.join(" -> ", seen)
+            + " -> " + b + "); a base chain must end at an entry without a base");
+      }
+      at = null;
+      for (Object other : entries) {
+        if (other instanceof Map<?, ?> o && b.equals(String.valueOf(o.get("name")))) {
+          at = o;
+          break;
+        }
+      }
+      if (at == null) {
+        throw new IllegalArgumentException(where + ": base '" + b + "' names no policy; give the name of another entry");
+      }
+    }
+    for (Map<?, ?> m : chain) { // the farthest base first, the entry itself last
+      merged.putAll(m);
+    }
+    merged.put("name", e.get("name"));
+    merged.remove("base");
+    if (!e.containsKey("algorithm")) {
+      return merged;
+    }
+    // The entry names its own algorithm: a base's parameters of another algorithm are not inherited.
+    AlgorithmKind kind = AlgorithmKind.find(String.valueOf(e.get("algorithm")), 0, String.valueOf(e.get("algorithm")).length());
+    if (kind != null) {
+      merged.keySet().removeIf(k -> !e.containsKey(k) && !k.equals("name") && !k.equals("algorithm")
+          && kind.parameters().stream().noneMatch(p -> p.name().equals(String.valueOf(k))));
+    }
+    return merged;
   }
 
   /** One entry (a map of name, algorithm and its parameters); {@code where} starts every message. */

@@ -31,6 +31,26 @@ class PolicyWordsTest {
     assertThat(AlgorithmKind.quotaMicros(ps.get(1).algorithm())).isEqualTo(10_000_000L);
   }
 
+  /** Issue 32: Resilience4j's shared base configurations; a base's fields under the entry's own, chained, no loops. */
+  @Test void anEntryInheritsTheFieldsOfItsBaseAndItsOwnWin() {
+    List<Policy> ps = PolicyWords.policies(List.of(
+        Map.of("name", "default", "algorithm", "fixed-window", "limit", 10, "window", "1m"),
+        Map.of("name", "search", "base", "default", "limit", 3),
+        Map.of("name", "export", "base", "search", "window", "1h"),
+        Map.of("name", "bucket", "base", "default", "algorithm", "token-bucket", "capacity", 5, "refill-tokens", 1,
+            "refill-period", "1s")), "test");
+    assertThat(ps.get(1)).isEqualTo(Policy.fixedWindow("search", 3, java.time.Duration.ofMinutes(1)));
+    assertThat(ps.get(2)).isEqualTo(Policy.fixedWindow("export", 3, java.time.Duration.ofHours(1)));
+    assertThat(ps.get(3)).as("another algorithm inherits none of the base's parameters")
+        .isEqualTo(Policy.tokenBucket("bucket", 5, 1, java.time.Duration.ofSeconds(1)));
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> PolicyWords.policies(List.of(
+        Map.of("name", "a", "base", "nope", "algorithm", "fixed-window", "limit", 1, "window", "1s")), "test"))
+        .hasMessage("test: policy #1 ('a'): base 'nope' names no policy; give the name of another entry");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> PolicyWords.policies(List.of(
+        Map.of("name", "a", "base", "b"), Map.of("name", "b", "base", "a")), "test"))
+        .hasMessage("test: policy #1 ('a'): base 'b' comes back to itself (b -> a -> b); a base chain must end at an entry without a base");
+  }
+
   @Test void anUnknownAlgorithmAndEveryCheckOfAnEntryKeepTheirMessagesAndOrder() {
     assertThatThrownBy(() -> PolicyWords.policy(Map.of("name", "a", "algorithm", "leaky"), "cfg"))
         .hasMessage("cfg ('a'): unknown algorithm 'leaky'; use one of fixed-window, sliding-window, token-bucket, gcra, sliding-log");

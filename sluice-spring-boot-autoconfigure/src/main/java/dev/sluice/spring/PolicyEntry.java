@@ -20,6 +20,7 @@ public class PolicyEntry {
       .filter(f -> !java.lang.reflect.Modifier.isStatic(f.getModifiers()))
       .map(f -> f.getName().toLowerCase(java.util.Locale.ROOT)).collect(java.util.stream.Collectors.toUnmodifiableSet());
   private String name;
+  private String base;
   private String algorithm;
   private Long limit;
   private String window;
@@ -34,6 +35,14 @@ public class PolicyEntry {
   public String getName() { return name; }
 
   public void setName(String name) { this.name = name; }
+
+  /**
+   * Another entry's name whose fields this one takes, its own winning (Resilience4j's baseConfig):
+   * {@code {name: search, base: default, limit: 3}}.
+   */
+  public String getBase() { return base; }
+
+  public void setBase(String base) { this.base = base; }
 
   /** fixed-window, sliding-window, sliding-log, token-bucket or gcra. */
   public String getAlgorithm() { return algorithm; }
@@ -84,6 +93,7 @@ public class PolicyEntry {
   Map<String, Object> fields() {
     Map<String, Object> m = new LinkedHashMap<>();
     put(m, "name", name);
+    put(m, "base", base);
     put(m, "algorithm", algorithm);
     put(m, "limit", limit);
     put(m, "window", duration(window));
@@ -108,10 +118,6 @@ public class PolicyEntry {
     return text;
   }
 
-  /** The policy, through the shared shape; {@code where} (e.g. {@code sluice.policies[0]}) starts every message. */
-  Policy toPolicy(String where) {
-    return PolicyWords.policy(fields(), where);
-  }
 
   private static void put(Map<String, Object> m, String k, Object v) {
     if (v != null) {
