@@ -213,6 +213,9 @@ public class Sluice {
             "sluice.store=postgres needs sluice.postgres.url (jdbc:postgresql://host:5432/db?user=...&password=...)"));
         options = options.withUrl(url).withTable(config.postgres().table(), options.sweepInterval());
         setting = "sluice.postgres.url '" + Store.redact(url) + "'";
+        if (url.startsWith("jdbc:postgresql:")) { // any other URL is refused, with its rule, by the store
+          registerPostgresDriver(setting);
+        }
       }
       default -> { }
     }
@@ -223,6 +226,21 @@ public class Sluice {
           + "); sluice.store=postgres needs dev.sluice:sluice-jdbc, com.zaxxer:HikariCP and org.postgresql:postgresql", e);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(setting + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Loads the PostgreSQL driver through the application's class loader, which registers it with
+   * {@code DriverManager}. {@code DriverManager} finds drivers on the system class loader only, and
+   * Quarkus loads the application's dependencies through its own: without this, HikariCP's
+   * {@code DriverManager.getDriver} answers "No suitable driver" and the store cannot open.
+   */
+  private static void registerPostgresDriver(String setting) {
+    try {
+      Class.forName("org.postgresql.Driver", true, Sluice.class.getClassLoader());
+    } catch (ClassNotFoundException e) {
+      throw new IllegalStateException(setting + ": the PostgreSQL driver (org.postgresql.Driver) is not on the class path;"
+          + " sluice.store=postgres needs dev.sluice:sluice-jdbc, com.zaxxer:HikariCP and org.postgresql:postgresql", e);
     }
   }
 
