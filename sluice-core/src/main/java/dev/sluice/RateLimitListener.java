@@ -44,6 +44,60 @@ public interface RateLimitListener {
     }
     return new GuardedListener(listener, includeKeys);
   }
+
+  /**
+   * Tells each of {@code listeners} in turn, each {@link #guarded}: one that throws is logged and the
+   * others are still told. {@link #NONE} when there are none.
+   */
+  static RateLimitListener all(java.util.List<? extends RateLimitListener> listeners, boolean includeKeys) {
+    java.util.List<RateLimitListener> each = new java.util.ArrayList<>();
+    for (RateLimitListener l : listeners) {
+      RateLimitListener g = guarded(l, includeKeys);
+      if (g != NONE) {
+        each.add(g);
+      }
+    }
+    return each.isEmpty() ? NONE : each.size() == 1 ? each.get(0) : new AllListeners(java.util.List.copyOf(each));
+  }
+}
+
+/** {@link RateLimitListener#all}: each guarded listener in turn. */
+final class AllListeners implements RateLimitListener {
+  private final java.util.List<RateLimitListener> each;
+
+  AllListeners(java.util.List<RateLimitListener> each) {
+    this.each = each;
+  }
+
+  @Override public void onDecision(Decision decision, String key) {
+    for (RateLimitListener l : each) {
+      l.onDecision(decision, key);
+    }
+  }
+
+  @Override public void onRefusal(Decision decision, String key) {
+    for (RateLimitListener l : each) {
+      l.onRefusal(decision, key);
+    }
+  }
+
+  @Override public void onRefund(Policy policy, Refund result) {
+    for (RateLimitListener l : each) {
+      l.onRefund(policy, result);
+    }
+  }
+
+  @Override public void onSettle(Policy policy, Settlement result) {
+    for (RateLimitListener l : each) {
+      l.onSettle(policy, result);
+    }
+  }
+
+  @Override public void onStoreCall(Policy policy, long latencyNanos, Throwable error) {
+    for (RateLimitListener l : each) {
+      l.onStoreCall(policy, latencyNanos, error);
+    }
+  }
 }
 
 final class GuardedListener implements RateLimitListener {

@@ -94,34 +94,7 @@ public class Sluice {
     for (RateLimitListener l : beans) {
       all.add(l);
     }
-    if (all.size() < 2) {
-      return all.isEmpty() ? RateLimitListener.NONE : all.get(0);
-    }
-    List<RateLimitListener> each = new ArrayList<>();
-    for (RateLimitListener l : all) { // one that throws is logged, and the others are still told
-      each.add(RateLimitListener.guarded(l, true));
-    }
-    return new RateLimitListener() {
-      @Override public void onDecision(dev.sluice.Decision d, String key) {
-        each.forEach(l -> l.onDecision(d, key));
-      }
-
-      @Override public void onRefusal(dev.sluice.Decision d, String key) {
-        each.forEach(l -> l.onRefusal(d, key));
-      }
-
-      @Override public void onRefund(Policy policy, dev.sluice.Refund result) {
-        each.forEach(l -> l.onRefund(policy, result));
-      }
-
-      @Override public void onSettle(Policy policy, dev.sluice.Settlement result) {
-        each.forEach(l -> l.onSettle(policy, result));
-      }
-
-      @Override public void onStoreCall(Policy policy, long latencyNanos, Throwable error) {
-        each.forEach(l -> l.onStoreCall(policy, latencyNanos, error));
-      }
-    };
+    return RateLimitListener.all(all, true); // one that throws is logged, and the others are still told
   }
 
   /**

@@ -159,10 +159,17 @@ public class SluiceAutoConfiguration {
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
   public RateLimiterRegistry sluiceRateLimiters(SluiceProperties props, Store store,
-      ObjectProvider<RateLimitMetrics> metrics, Environment env) {
+      ObjectProvider<RateLimitMetrics> metrics, ObjectProvider<RateLimitListener> listeners, Environment env) {
     props.failureModes(); // checked whichever store runs: a setting is never accepted unread
     RateLimitMetrics m = metrics.getIfAvailable();
-    RateLimitListener next = m == null ? RateLimitListener.NONE : m;
+    // The meters, then every RateLimitListener bean of the application (Resilience4j's event
+    // consumers), in order, each guarded: one that throws is logged and the others are still told.
+    java.util.List<RateLimitListener> told = new java.util.ArrayList<>();
+    if (m != null) {
+      told.add(m);
+    }
+    listeners.orderedStream().filter(l -> !(l instanceof RateLimitMetrics)).forEach(told::add);
+    RateLimitListener next = RateLimitListener.all(told, true);
     RateLimitEvents events = new RateLimitEvents(RateLimitEvents.size(props.getEventBufferSize()), next, java.time.Clock.systemUTC());
     if (events.keeps()) {
       next = events; // the events endpoint's buffer, then the meters

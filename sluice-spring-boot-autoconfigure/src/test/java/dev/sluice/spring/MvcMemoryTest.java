@@ -229,6 +229,23 @@ class MvcMemoryTest {
     assertThat(client.get("/actuator/ratelimitevents/nope").statusCode()).isEqualTo(400);
   }
 
+  /**
+   * Every RateLimitListener bean hears the refusals (never the key: keys are personal data, and the
+   * store's limiters keep them); one bean that throws breaks neither the answer nor the others.
+   */
+  @Test void theApplicationsListenerBeansHearEveryRefusal(@Autowired TestApp.HeardRefusals heard) {
+    String who = id + "-heard";
+    long before = heard.keys.stream().filter("per-user null"::equals).count();
+    int refused = 0;
+    for (int i = 0; i < 4; i++) {
+      if (client.get("/greet/" + who).statusCode() == 429) {
+        refused++;
+      }
+    }
+    assertThat(refused).isEqualTo(2);
+    assertThat(heard.keys.stream().filter("per-user null"::equals).count() - before).isEqualTo(2);
+  }
+
   @Test void theFilterRunsEarlyByDefault(@Autowired FilterRegistrationBean<SluiceServletFilter> sluiceServletFilter) {
     assertThat(sluiceServletFilter.getOrder()).isEqualTo(SluiceWebFilter.ORDER).isLessThan(-100);
     assertThat(sluiceServletFilter.isEnabled()).isTrue();

@@ -280,6 +280,28 @@ public class TestApp {
     }
   }
 
+  /** An application's RateLimitListener bean (Resilience4j's event consumer): the starter tells it every refusal. */
+  @org.springframework.stereotype.Component
+  public static class HeardRefusals implements dev.sluice.RateLimitListener {
+    final java.util.List<String> keys = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    @Override public void onRefusal(dev.sluice.Decision decision, String key) {
+      keys.add(decision.policy().name() + " " + key);
+    }
+  }
+
+  /** A listener bean that throws (at its first refusal, to keep the logs short): the starter logs it, and the others are still told. */
+  @org.springframework.stereotype.Component
+  public static class ThrowingListener implements dev.sluice.RateLimitListener {
+    private final java.util.concurrent.atomic.AtomicBoolean thrown = new java.util.concurrent.atomic.AtomicBoolean();
+
+    @Override public void onRefusal(dev.sluice.Decision decision, String key) {
+      if (thrown.compareAndSet(false, true)) {
+        throw new IllegalStateException("a listener that fails (expected by the tests)");
+      }
+    }
+  }
+
   /** A bean a key expression calls. */
   @Service("keys")
   public static class Keys {
