@@ -131,11 +131,11 @@ final class HttpRules {
       }
       if (r.choice != null) {
         RateLimiter l = r.choose(root);
-        charges.add(new AllOf.Charge(l, key, r.permits, l.policy()));
+        charges.add(new AllOf.Charge(l, key, r.permits, r.registry.current(l)));
         owners.add(r);
       } else {
         for (RateLimiter l : r.limiters) {
-          charges.add(new AllOf.Charge(l, key, r.permits, l.policy()));
+          charges.add(new AllOf.Charge(l, key, r.permits, r.registry.current(l)));
           owners.add(r);
         }
       }
@@ -244,6 +244,8 @@ final class HttpRules {
   static final class Rule {
     final HttpRateLimit rateLimit;
     final List<RateLimiter> limiters;
+    /** The policies' numbers in force (sluice.policies reloaded). */
+    final RateLimiterRegistry registry;
     final long permits;
     final KeyResolver keyResolver;
     final KeyResolver address;
@@ -270,6 +272,7 @@ final class HttpRules {
         KeyResolver address, SpelExpressionParser parser, BeanFactory beans) {
       this.where = where;
       this.address = address;
+      this.registry = registry;
       List<String> names = new ArrayList<>();
       boolean one = r.getPolicy() != null && !r.getPolicy().isBlank();
       boolean several = r.getPolicies() != null && !r.getPolicies().isEmpty();

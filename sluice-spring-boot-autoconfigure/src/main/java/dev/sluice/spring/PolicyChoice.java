@@ -19,7 +19,8 @@ final class PolicyChoice {
   private static final System.Logger LOG = System.getLogger(PolicyChoice.class.getName());
   private final RateLimiterRegistry registry;
   private final RateLimiter fallback;
-  private final PolicyResolver<String> resolver;
+  /** The resolver of the policies in force, rebuilt after a reload of sluice.policies. */
+  private volatile Resolver resolver;
   private final String where;
   /** The kinds of unresolved answers logged so far (each once). */
   private final Set<String> warned = ConcurrentHashMap.newKeySet();
@@ -32,13 +33,31 @@ final class PolicyChoice {
     this.where = where;
     this.registry = registry;
     this.fallback = fallback;
-    this.resolver = PolicyResolver.<String>builder(name -> {
+    this.resolver = resolver();
+  }
+
+  /** A resolver and the registry's generation it was built at. */
+  private record Resolver(long generation, PolicyResolver<String> policies) {}
+
+  private Resolver resolver() {
+    long generation = registry.generation();
+    return new Resolver(generation, PolicyResolver.<String>builder(name -> {
           RateLimiter l = registry.limiters().get(name);
-          return l == null ? null : l.policy();
-        }, fallback.policy())
+          return l == null ? null : registry.current(l);
+        }, registry.current(fallback))
         .cacheBy(name -> name)
         .maxEntries(Math.max(1, registry.limiters().size()))
-        .build();
+        .build());
+  }
+
+  /** The resolver of the policies in force (a reload of sluice.policies forgets every cached answer). */
+  private PolicyResolver<String> policies() {
+    Resolver r = resolver;
+    if (r.generation() != registry.generation()) {
+      r = resolver();
+      resolver = r;
+    }
+    return r.policies();
   }
 
   /** The policy's limiter when the expression answered {@code answer} (null: it failed) for a request costing {@code permits}. */
@@ -47,8 +66,9 @@ final class PolicyChoice {
     if (name == null || name.isEmpty()) {
       return unresolved("none", "answered " + (answer == null ? "null" : "'" + answer + "'"));
     }
-    Policy p = resolver.resolve(name);
-    if (p == fallback.policy() && !name.equals(fallback.policy().name())) {
+    PolicyResolver<String> policies = policies();
+    Policy p = policies.resolve(name);
+    if (p == policies.whenUnresolved() && !name.equals(p.name())) {
       return unresolved("unknown", "answered '" + name + "', which names no policy of sluice.policies " + registry.limiters().keySet());
     }
     RateLimiter l = registry.limiter(p.name());
@@ -71,8 +91,4 @@ final class PolicyChoice {
     return fallback;
   }
 
-  /** Requests the expression did not choose a policy for, decided by the fallback (as far as the resolver saw them). */
-  long failures() {
-    return resolver.failures();
-  }
 }

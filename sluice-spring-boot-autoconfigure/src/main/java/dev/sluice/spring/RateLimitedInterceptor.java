@@ -523,7 +523,8 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       List<AllOf.Charge> charges = new ArrayList<>(limiters.length);
       for (int i = 0; i < limiters.length; i++) {
         long n = permits(i, ctx);
-        charges.add(AllOf.Charge.of(choices[i] == null ? limiters[i] : choose(i, ctx, n), key(i, ctx), n));
+        RateLimiter l = choices[i] == null ? limiters[i] : choose(i, ctx, n);
+        charges.add(new AllOf.Charge(l, key(i, ctx), n, registry.current(l)));
       }
       return charges;
     }

@@ -34,6 +34,90 @@ class PlansTest {
     plansAreExactPerTenant("reactive");
   }
 
+  /**
+   * A plan's numbers changed in the Environment and reloaded ({@link RateLimiterRegistry#reload}, what
+   * Spring Cloud's refresh calls) while traffic runs: no count is reset, the tenant over its new lower
+   * limit is refused at its next request, a raised limit admits more at once; a bad list changes
+   * nothing. Through the rule and the annotation.
+   */
+  @Test void aReloadedPlanKeepsEveryCount() throws Exception {
+    String run = UUID.randomUUID().toString().substring(0, 8);
+    String id = "-" + run;
+    try (ConfigurableApplicationContext app = start(run, "servlet")) {
+      Client c = Apps.client(app);
+      RateLimiterRegistry registry = app.getBean(RateLimiterRegistry.class);
+      assertThat(c.warmUp("/plan/hello", "X-Tenant", "warm-up" + id).statusCode()).isIn(200, 429);
+      assertThat(admitted(c, "/plan/hello", "acme" + id, 4)).isEqualTo(4);
+      assertThat(admitted(c, "/report/acme" + id, null, 4)).isEqualTo(4);
+
+      // Traffic meanwhile: only 200 and 429, whatever the reloads do.
+      java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+      List<String> unexpected = new java.util.concurrent.CopyOnWriteArrayList<>();
+      Thread traffic = new Thread(() -> {
+        for (int i = 0; !stop.get(); i++) {
+          int status = c.get("/plan/hello", "X-Tenant", "acme-traffic-" + (i % 50) + id).statusCode();
+          if (status != 200 && status != 429) {
+            unexpected.add(Integer.toString(status));
+          }
+        }
+      });
+      traffic.start();
+      try {
+        // pro lowered from 6 to 2: acme (4 used) is refused at its next request, by the rule and the annotation.
+        String change = reload(app, run, 2);
+        assertThat(change).isEqualTo("changed: pro-" + run + "; added: none; removed: none");
+        assertThat(registry.policy("pro-" + run).limit()).isEqualTo(2);
+        HttpResponse<String> r = c.get("/plan/hello", "X-Tenant", "acme" + id);
+        assertThat(r.statusCode()).isEqualTo(429);
+        assertThat(r.headers().firstValue("RateLimit-Policy")).hasValueSatisfying(v -> assertThat(v).contains("\"pro-" + run + "\";q=2"));
+        assertThat(c.get("/report/acme" + id).statusCode()).isEqualTo(429);
+        assertThat(admitted(c, "/plan/hello", "acme-new" + id, 5)).isEqualTo(2);
+
+        // Raised to 10: acme's 4 kept, 6 more admitted.
+        reload(app, run, 10);
+        assertThat(admitted(c, "/plan/hello", "acme" + id, 10)).isEqualTo(6);
+        assertThat(admitted(c, "/report/acme" + id, null, 10)).isEqualTo(6);
+
+        // A bad list (a limit of 0, or a policy in force left out) changes nothing and says why.
+        Throwable bad = org.assertj.core.api.Assertions.catchThrowable(() -> reload(app, run, 0));
+        assertThat(bad).isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("sluice.policies: policy #1 ('pro-" + run + "')");
+        assertThat(registry.policy("pro-" + run).limit()).isEqualTo(10);
+        app.getEnvironment().getPropertySources().addFirst(new org.springframework.core.env.MapPropertySource("reload",
+            java.util.Map.of("sluice.policies[0].name", "pro-" + run, "sluice.policies[0].algorithm", "fixed-window",
+                "sluice.policies[0].limit", "10", "sluice.policies[0].window", "1h")));
+        bad = org.assertj.core.api.Assertions.catchThrowable(registry::reload);
+        assertThat(bad).isInstanceOf(IllegalArgumentException.class)
+            .hasMessage("sluice.policies: the reloaded list has no policy 'free-" + run + "', which is in force (rules, "
+                + "@RateLimited and limiter beans name it); keep it, or restart to remove it. Nothing changed");
+        assertThat(admitted(c, "/plan/hello", "globex" + id, 5)).isEqualTo(3);
+      } finally {
+        stop.set(true);
+        traffic.join(60_000);
+      }
+      assertThat(unexpected).isEmpty();
+    }
+  }
+
+  /** Puts the run's plan list with pro at {@code proLimit} first in the Environment and reloads it. */
+  private static String reload(ConfigurableApplicationContext app, String run, int proLimit) {
+    java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+    String[][] plans = plans(run);
+    for (int i = 0; i < plans.length; i++) {
+      m.put("sluice.policies[" + i + "].name", plans[i][0]);
+      m.put("sluice.policies[" + i + "].algorithm", "fixed-window");
+      m.put("sluice.policies[" + i + "].limit", i == 0 ? Integer.toString(proLimit) : plans[i][1]);
+      m.put("sluice.policies[" + i + "].window", "1h");
+    }
+    var sources = app.getEnvironment().getPropertySources();
+    sources.remove("reload");
+    sources.addFirst(new org.springframework.core.env.MapPropertySource("reload", m));
+    return app.getBean(RateLimiterRegistry.class).reload();
+  }
+
+  private static String[][] plans(String run) {
+    return new String[][] {{"pro-" + run, "6"}, {"free-" + run, "3"}, {"blocked-" + run, "1"}, {"plans-fallback", "2"}};
+  }
+
   private static void plansAreExactPerTenant(String webType) {
     String run = UUID.randomUUID().toString().substring(0, 8);
     String id = "-" + run;
@@ -93,7 +177,7 @@ class PlansTest {
     for (String p : RedisStoreTest.redis()) {
       args.add("--" + p);
     }
-    String[][] plans = {{"pro-" + run, "6"}, {"free-" + run, "3"}, {"blocked-" + run, "1"}, {"plans-fallback", "2"}};
+    String[][] plans = plans(run);
     for (int i = 0; i < plans.length; i++) {
       args.add("--sluice.policies[" + i + "].name=" + plans[i][0]);
       args.add("--sluice.policies[" + i + "].algorithm=fixed-window");
