@@ -47,6 +47,7 @@ class PlansTest {
       Client c = Apps.client(app);
       RateLimiterRegistry registry = app.getBean(RateLimiterRegistry.class);
       assertThat(c.warmUp("/plan/hello", "X-Tenant", "warm-up" + id).statusCode()).isIn(200, 429);
+      assertThat(c.warmUp("/report/warm-up" + id).statusCode()).isIn(200, 429);
       assertThat(admitted(c, "/plan/hello", "acme" + id, 4)).isEqualTo(4);
       assertThat(admitted(c, "/report/acme" + id, null, 4)).isEqualTo(4);
 
@@ -98,6 +99,27 @@ class PlansTest {
     }
   }
 
+  /** Stands for Spring Cloud's EnvironmentChangeEvent (not on the class path): its keys, read by name. */
+  public static final class Keys {
+    private final java.util.Set<String> keys;
+
+    Keys(String... keys) {
+      this.keys = java.util.Set.of(keys);
+    }
+
+    public java.util.Set<String> getKeys() {
+      return keys;
+    }
+  }
+
+  /** Which refresh events reload: those whose changed keys are under sluice.policies. */
+  @Test void aRefreshReloadsOnlyWhenItsKeysAreUnderSluicePolicies() {
+    assertThat(SluiceAutoConfiguration.RefreshListener.touchesPolicies(new Keys("sluice.policies[0].limit"))).isTrue();
+    assertThat(SluiceAutoConfiguration.RefreshListener.touchesPolicies(new Keys("server.port", "sluice.policies[2].window"))).isTrue();
+    assertThat(SluiceAutoConfiguration.RefreshListener.touchesPolicies(new Keys("sluice.http.order", "sluice.policiesx"))).isFalse();
+    assertThat(SluiceAutoConfiguration.RefreshListener.touchesPolicies(new Object())).isTrue(); // keys unreadable: reload, harmless
+  }
+
   /** Puts the run's plan list with pro at {@code proLimit} first in the Environment and reloads it. */
   private static String reload(ConfigurableApplicationContext app, String run, int proLimit) {
     java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
@@ -124,6 +146,7 @@ class PlansTest {
     try (ConfigurableApplicationContext app = start(run, webType)) {
       Client c = Apps.client(app);
       assertThat(c.warmUp("/plan/hello", "X-Tenant", "warm-up" + id).statusCode()).isIn(200, 429);
+      assertThat(c.warmUp("/report/warm-up" + id).statusCode()).isIn(200, 429); // the annotated method's first call
       // The rule: pro 6, free 3, blocked 1, exactly, each tenant its own count.
       assertThat(admitted(c, "/plan/hello", "acme" + id, 10)).isEqualTo(6);
       assertThat(admitted(c, "/plan/hello", "globex" + id, 10)).isEqualTo(3);
