@@ -110,11 +110,11 @@ final class HttpRules {
     List<Rule> owners = null;
     RuleRequest root = null;
     for (Rule r : candidates) {
-      if (r.conditional) {
+      if (r.conditional || r.choice != null) {
         if (root == null) {
           root = new RuleRequest(request, query, r.address);
         }
-        if (!r.applies(root)) {
+        if (r.conditional && !r.applies(root)) {
           continue;
         }
       }
@@ -129,9 +129,15 @@ final class HttpRules {
         charges = new ArrayList<>(2);
         owners = new ArrayList<>(2);
       }
-      for (RateLimiter l : r.limiters) {
-        charges.add(new AllOf.Charge(l, key, r.permits, l.policy()));
+      if (r.choice != null) {
+        RateLimiter l = r.choose(root);
+        charges.add(new AllOf.Charge(l, key, r.permits, r.registry.current(l)));
         owners.add(r);
+      } else {
+        for (RateLimiter l : r.limiters) {
+          charges.add(new AllOf.Charge(l, key, r.permits, r.registry.current(l)));
+          owners.add(r);
+        }
       }
       if (!all) {
         break;
@@ -238,6 +244,8 @@ final class HttpRules {
   static final class Rule {
     final HttpRateLimit rateLimit;
     final List<RateLimiter> limiters;
+    /** The policies' numbers in force (sluice.policies reloaded). */
+    final RateLimiterRegistry registry;
     final long permits;
     final KeyResolver keyResolver;
     final KeyResolver address;
@@ -245,6 +253,9 @@ final class HttpRules {
     final RefusalResponse response;
     /** True when the rule has an execute or skip condition. */
     final boolean conditional;
+    /** The policy-expression's choice among sluice.policies (the rule's policy its fallback), or null. */
+    final PolicyChoice choice;
+    private final Expression policyExpression;
     /** True when the rule charges every request its patterns and methods match (no condition, no skip-when-no-key). */
     final boolean alwaysCharges;
     private final Expression executeCondition;
@@ -261,6 +272,7 @@ final class HttpRules {
         KeyResolver address, SpelExpressionParser parser, BeanFactory beans) {
       this.where = where;
       this.address = address;
+      this.registry = registry;
       List<String> names = new ArrayList<>();
       boolean one = r.getPolicy() != null && !r.getPolicy().isBlank();
       boolean several = r.getPolicies() != null && !r.getPolicies().isEmpty();
@@ -269,7 +281,9 @@ final class HttpRules {
             + "; give one of them (policies: [" + r.getPolicy() + ", ...] charges them all)");
       }
       if (!one && !several) {
-        throw new IllegalArgumentException(where + ".policy is missing; name one of sluice.policies " + registry.limiters().keySet());
+        boolean chosen = r.getPolicyExpression() != null && !r.getPolicyExpression().isBlank();
+        throw new IllegalArgumentException(where + ".policy is missing; name one of sluice.policies " + registry.limiters().keySet()
+            + (chosen ? " (with policy-expression: the policy of the requests it chooses none for)" : ""));
       }
       if (one) {
         names.add(r.getPolicy());
@@ -295,6 +309,22 @@ final class HttpRules {
         throw new IllegalArgumentException(where + ".permits is " + r.getPermits() + "; a request costs at least 1 permit");
       }
       this.permits = r.getPermits();
+      String pe = r.getPolicyExpression();
+      if (pe != null && !pe.isBlank()) {
+        if (!one) {
+          throw new IllegalArgumentException(where + ".policy-expression '" + pe + "' is given with policies " + r.getPolicies()
+              + "; an expression chooses one policy per request: give policy (its fallback) instead of policies");
+        }
+        if (permits > limiter.policy().limit()) {
+          throw new IllegalArgumentException(where + ".policy '" + r.getPolicy() + "' allows " + limiter.policy().limit()
+              + " permits, below the rule's permits " + permits + "; the fallback of policy-expression must grant a request");
+        }
+        this.policyExpression = parse(parser, where + ".policy-expression", pe, pe);
+        this.choice = new PolicyChoice(where + ".policy-expression '" + pe + "'", limiter, registry);
+      } else {
+        this.policyExpression = null;
+        this.choice = null;
+      }
       Expression key = parse(parser, where + ".key", r.getKey() == null || r.getKey().isBlank() ? "remoteAddress" : r.getKey(), r.getKey());
       this.beanResolver = new BeanFactoryResolver(beans);
       this.keyResolver = view -> evaluate(key, new RequestKeys(view, address));
@@ -410,6 +440,19 @@ final class HttpRules {
         return test(refundCondition, response, "refund-condition", false);
       }
       return rateLimit.refunds(threw, status);
+    }
+
+    /** The limiter of the policy the policy-expression chooses for {@code request}; the rule's policy when it chooses none. */
+    RateLimiter choose(RuleRequest request) {
+      Object answer;
+      try {
+        StandardEvaluationContext ctx = new StandardEvaluationContext(request);
+        ctx.setBeanResolver(beanResolver);
+        answer = policyExpression.getValue(ctx);
+      } catch (RuntimeException e) {
+        return choice.failed(e);
+      }
+      return choice.limiter(answer, permits);
     }
 
     private String evaluate(Expression key, RequestKeys root) {

@@ -33,9 +33,19 @@ import java.lang.annotation.Target;
 public @interface RateLimited {
   /**
    * The policy's name in {@code sluice.policies}. A name it does not have stops the application at
-   * start, naming the method, the name and the policies there are.
+   * start, naming the method, the name and the policies there are. With {@link #policyExpression()},
+   * the fallback: the policy of a call the expression chooses none for.
    */
   String policy();
+
+  /**
+   * The policy chosen per call, a SpEL expression like {@link #key()} answering a name of
+   * {@code sluice.policies}: {@code "@plans.of(#tenant)"}. A call it fails on, answers null for,
+   * names no configured policy for (or one below the call's permits) is charged to {@link #policy()}
+   * instead, never let through; the first such call is logged. A budget is a policy's name and a
+   * key: plans under different names count apart. Empty (the default): always {@link #policy()}.
+   */
+  String policyExpression() default "";
 
   /**
    * The key, a SpEL expression over the call: the arguments ({@code #p0}, {@code #a0}, or by name,

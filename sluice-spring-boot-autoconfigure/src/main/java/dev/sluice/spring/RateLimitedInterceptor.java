@@ -249,7 +249,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
    */
   static void expressions(RateLimited a, String where) {
     SpelExpressionParser p = new SpelExpressionParser();
-    String[][] all = {{"key", a.key()}, {"permits", a.permits()}, {"cost", a.cost()}};
+    String[][] all = {{"key", a.key()}, {"permits", a.permits()}, {"cost", a.cost()}, {"policyExpression", a.policyExpression()}};
     for (String[] e : all) {
       if (e[1].isEmpty()) {
         continue;
@@ -343,6 +343,12 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     final java.time.Duration timeout;
     /** The waiting limiter of the single annotation with a timeout, or null. */
     final dev.sluice.compose.WaitingLimiter waiting;
+    /** With a timeout and a policyExpression: a waiting limiter per chosen policy's limiter. */
+    private final Map<RateLimiter, dev.sluice.compose.WaitingLimiter> waitings = new ConcurrentHashMap<>();
+    /** Each annotation's policyExpression, null where it has none. */
+    final Expression[] policyExpressions;
+    /** Each annotation's choice among sluice.policies, null where it has no policyExpression. */
+    final PolicyChoice[] choices;
     final Method fallback;
     final RateLimiter[] limiters;
     final Expression[] keys;
@@ -365,6 +371,8 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       permits = new Expression[all.size()];
       cost = new Expression[all.size()];
       costWarned = new AtomicBoolean[all.size()];
+      policyExpressions = new Expression[all.size()];
+      choices = new PolicyChoice[all.size()];
       boolean anyCost = false;
       String fallbackName = "";
       for (int i = 0; i < all.size(); i++) {
@@ -373,6 +381,10 @@ final class RateLimitedInterceptor implements MethodInterceptor {
         keys[i] = parser.parseExpression(a.key());
         permits[i] = parser.parseExpression(a.permits());
         costWarned[i] = new AtomicBoolean();
+        if (!a.policyExpression().isEmpty()) {
+          policyExpressions[i] = parser.parseExpression(a.policyExpression());
+          choices[i] = new PolicyChoice(where + ": policyExpression '" + a.policyExpression() + "'", limiters[i], registry);
+        }
         if (!a.cost().isEmpty()) {
           cost[i] = parser.parseExpression(a.cost());
           anyCost = true;
@@ -445,21 +457,22 @@ final class RateLimitedInterceptor implements MethodInterceptor {
         if (t == null) {
           continue; // no cost: the reservation stays; no ticket (failure mode open): nothing to settle
         }
-        long actual = cost(i, ctx);
+        AllOf.Charge c = r.charges().get(i); // the policy charged: the expression's choice, when there is one
+        long actual = cost(i, ctx, c.policy());
         if (actual != KEEP) {
-          limiters[i].settle(t, actual);
+          c.limiter().settle(t, actual);
         }
       }
     }
 
-    private long cost(int i, MethodBasedEvaluationContext ctx) {
-      RateLimiter l = limiters[i];
+    private long cost(int i, MethodBasedEvaluationContext ctx, dev.sluice.Policy charged) {
+      dev.sluice.Policy l = charged;
       try {
         Long n = cost[i].getValue(ctx, Long.class);
         if (n == null) {
           throw new IllegalArgumentException("it gave null");
         }
-        return Inputs.actual(n, l.policy().limit(), l.policy().name());
+        return Inputs.actual(n, l.limit(), l.name());
       } catch (RuntimeException e) {
         if (costWarned[i].compareAndSet(false, true)) {
           LOG.log(System.Logger.Level.WARNING, "@RateLimited on " + method.getName() + ": cost '"
@@ -480,7 +493,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       if (charges.size() == 1) {
         AllOf.Charge c = charges.get(0);
         if (waiting != null) {
-          return () -> waiting.acquireAsync(c.key(), c.permits(), c.policy(), timeout).thenApply(d -> alone(c, d));
+          return () -> waiting(c).acquireAsync(c.key(), c.permits(), c.policy(), timeout).thenApply(d -> alone(c, d));
         }
         return () -> c.limiter().tryAcquireAsync(c.key(), c.permits(), c.policy()).thenApply(d -> alone(c, d));
       }
@@ -491,19 +504,40 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       List<AllOf.Charge> charges = charges(ctx);
       if (charges.size() == 1) {
         AllOf.Charge c = charges.get(0);
-        return alone(c, waiting != null ? waiting.acquire(c.key(), c.permits(), c.policy(), timeout)
+        return alone(c, waiting != null ? waiting(c).acquire(c.key(), c.permits(), c.policy(), timeout)
             : c.limiter().tryAcquire(c.key(), c.permits(), c.policy()));
       }
       return AllOf.charge(charges);
     }
 
-    /** Each annotation a charge: its limiter, its key, its permits. */
+    /** The waiting limiter of the single charge {@code c}: its limiter's (the expression's choice, when there is one). */
+    private dev.sluice.compose.WaitingLimiter waiting(AllOf.Charge c) {
+      if (c.limiter() == limiters[0]) {
+        return waiting;
+      }
+      return waitings.computeIfAbsent(c.limiter(), l -> dev.sluice.compose.WaitingLimiter.builder(l).build());
+    }
+
+    /** Each annotation a charge: its limiter (its policyExpression's choice, when it has one), its key, its permits. */
     private List<AllOf.Charge> charges(MethodBasedEvaluationContext ctx) {
       List<AllOf.Charge> charges = new ArrayList<>(limiters.length);
       for (int i = 0; i < limiters.length; i++) {
-        charges.add(AllOf.Charge.of(limiters[i], key(i, ctx), permits(i, ctx)));
+        long n = permits(i, ctx);
+        RateLimiter l = choices[i] == null ? limiters[i] : choose(i, ctx, n);
+        charges.add(new AllOf.Charge(l, key(i, ctx), n, registry.current(l)));
       }
       return charges;
+    }
+
+    /** The limiter of the policy annotation {@code i}'s policyExpression chooses; its policy when it chooses none. */
+    private RateLimiter choose(int i, MethodBasedEvaluationContext ctx, long permits) {
+      Object answer;
+      try {
+        answer = policyExpressions[i].getValue(ctx);
+      } catch (RuntimeException e) {
+        return choices[i].failed(e);
+      }
+      return choices[i].limiter(answer, permits);
     }
 
     private static AllOf.Result alone(AllOf.Charge c, Decision d) {

@@ -36,7 +36,7 @@ public class RateLimitsEndpoint {
     m.put("store", registry.store());
     List<Map<String, Object>> policies = new ArrayList<>();
     for (RateLimiter l : registry.limiters().values()) {
-      Map<String, Object> p = new LinkedHashMap<>(PolicyWords.describe(l.policy()));
+      Map<String, Object> p = new LinkedHashMap<>(PolicyWords.describe(registry.current(l)));
       p.put("decisions", registry.counts(l.policy().name()));
       policies.add(p);
     }
@@ -53,7 +53,7 @@ public class RateLimitsEndpoint {
     } catch (IllegalArgumentException e) {
       throw new InvalidEndpointRequestException(e.getMessage(), "unknown policy");
     }
-    Decision d = l.peek(HttpRateLimit.normalize(key), l.policy());
+    Decision d = l.peek(HttpRateLimit.normalize(key), registry.current(l));
     return HttpVerdict.of(d, Ticker.system().nowMicros(), RateLimitHeaders.all()).fields();
   }
 }

@@ -178,7 +178,7 @@ public class SluiceAutoConfiguration {
     boolean jdbc = "postgres".equals(store.name());
     RateLimiterRegistry r;
     try {
-      r = new RateLimiterRegistry(jdbc ? "jdbc" : store.name(), store, policies(props.getPolicies(), env), next, events);
+      r = new RateLimiterRegistry(jdbc ? "jdbc" : store.name(), store, policies(props.getPolicies(), env), next, events, env);
     } catch (IllegalStateException e) {
       if (jdbc && e.getCause() instanceof java.sql.SQLException) { // the first limiter's schema (apply-schema)
         throw new IllegalStateException("sluice.jdbc.apply-schema: " + e.getMessage(), e.getCause());
@@ -193,6 +193,66 @@ public class SluiceAutoConfiguration {
       }
     }
     return r;
+  }
+
+  /**
+   * Spring Cloud's refresh ({@code ContextRefresher}, {@code /actuator/refresh}, a config server's
+   * push) publishes an {@code EnvironmentChangeEvent} naming the changed keys: one under
+   * {@code sluice.policies} reloads them ({@link RateLimiterRegistry#reload}), counts kept. A bad
+   * list keeps the policies in force and is logged at ERROR with the entry and the rule. Only when
+   * Spring Cloud Context is on the class path; the event is read by its name, with no dependency.
+   */
+  @Bean
+  @ConditionalOnClass(name = RefreshListener.EVENT)
+  public static org.springframework.context.ApplicationListener<org.springframework.context.ApplicationEvent> sluiceRefreshListener(
+      ObjectProvider<RateLimiterRegistry> registry) {
+    return new RefreshListener(registry);
+  }
+
+  /** Reloads sluice.policies on Spring Cloud's EnvironmentChangeEvent when its keys touch them. */
+  static final class RefreshListener implements org.springframework.context.ApplicationListener<org.springframework.context.ApplicationEvent> {
+    static final String EVENT = "org.springframework.cloud.context.environment.EnvironmentChangeEvent";
+    private static final System.Logger LOG = System.getLogger(RefreshListener.class.getName());
+    private final ObjectProvider<RateLimiterRegistry> registry;
+
+    RefreshListener(ObjectProvider<RateLimiterRegistry> registry) {
+      this.registry = registry;
+    }
+
+    @Override public void onApplicationEvent(org.springframework.context.ApplicationEvent event) {
+      if (!event.getClass().getName().equals(EVENT) || !touchesPolicies(event)) {
+        return;
+      }
+      RateLimiterRegistry r = registry.getIfAvailable();
+      if (r == null) {
+        return;
+      }
+      try {
+        r.reload();
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.ERROR, "sluice.policies not reloaded, the policies in force kept: " + e.getMessage(), e);
+      }
+    }
+
+    /** Whether the event's keys ({@code getKeys()}) name a property under sluice.policies; true when they cannot be read. */
+    static boolean touchesPolicies(Object event) {
+      try {
+        Object keys = event.getClass().getMethod("getKeys").invoke(event);
+        if (keys instanceof java.util.Collection<?> c) {
+          ConfigurationPropertyName policies = ConfigurationPropertyName.of("sluice.policies");
+          for (Object k : c) {
+            ConfigurationPropertyName n = ConfigurationPropertyName.adapt(String.valueOf(k), '.');
+            if (policies.equals(n) || policies.isAncestorOf(n)) {
+              return true;
+            }
+          }
+          return false;
+        }
+      } catch (ReflectiveOperationException | RuntimeException e) {
+        // read as touching them: a reload that changes nothing costs nothing
+      }
+      return true;
+    }
   }
 
   /** Registers each policy's limiter as a bean, qualified by the policy's name. */

@@ -250,13 +250,20 @@ public class SluiceProperties {
     private List<String> patterns = new ArrayList<>();
     /** HTTP methods (GET, POST, ...); empty matches every method. */
     private List<String> methods = new ArrayList<>();
-    /** The policy requests are charged to (a name from sluice.policies); or give policies. */
+    /** The policy requests are charged to (a name from sluice.policies); or give policies. With policy-expression, its fallback. */
     private String policy;
     /**
      * Several policies every request is charged to, all or nothing (bucket4j's several bandwidths):
      * a refusal by any leaves none charged. Instead of policy.
      */
     private List<String> policies = new ArrayList<>();
+    /**
+     * SpEL over the request (as execute-condition) answering the name of the policy of sluice.policies
+     * a request is charged to, e.g. a plan looked up from the tenant: @plans.of(header('X-Tenant')).
+     * policy is its fallback: it decides a request the expression fails on, answers null for or names
+     * no configured policy for. A budget is a policy's name and a key.
+     */
+    private String policyExpression;
     /**
      * SpEL over the request: the rule charges only the requests it is true for. header('X-Plan'),
      * query('page'), method, path, principal, remoteAddress and beans (@plans.isFree(header('X-Plan'))).
@@ -309,6 +316,10 @@ public class SluiceProperties {
     public List<String> getPolicies() { return policies; }
 
     public void setPolicies(List<String> policies) { this.policies = policies; }
+
+    public String getPolicyExpression() { return policyExpression; }
+
+    public void setPolicyExpression(String policyExpression) { this.policyExpression = policyExpression; }
 
     public String getExecuteCondition() { return executeCondition; }
 

@@ -150,7 +150,7 @@ class SluiceConfigurationTest {
         "sluice.http.rules[0].skip-condtion=method == 'HEAD'")).run(ctx -> assertThat(report(ctx.getStartupFailure()).getDescription())
         .isEqualTo("Sluice's configuration is invalid: sluice.http.rules[0].skip-condtion is not a rule property (its value "
             + "'method == 'HEAD''); a rule takes execute-condition, headers, key, methods, patterns, permits, policies, policy, "
-            + "refund-condition, response, skip-condition, skip-on-failure, skip-on-success, skip-when-no-key"));
+            + "policy-expression, refund-condition, response, skip-condition, skip-on-failure, skip-on-success, skip-when-no-key"));
   }
 
   @Test void aConditionThatIsNotSpelIsReportedWithItsPathAndValue() {
@@ -197,6 +197,42 @@ class SluiceConfigurationTest {
     runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
         "sluice.http.rules[0].response.content-type=json")).run(ctx ->
         assertThat(cause(ctx)).hasMessageStartingWith("sluice.http.rules[0].response.content-type 'json' is not a media type"));
+  }
+
+  /**
+   * Issue 31: a rule's policy-expression that is not SpEL, given with policies, or whose fallback
+   * policy cannot grant the rule's permits stops the start, reported with its path, value and fix.
+   */
+  @Test void aPolicyExpressionIsCheckedAtStart() {
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
+        "sluice.http.rules[0].policy-expression=@plans.of(header('X-Tenant')")).run(ctx ->
+        assertThat(report(ctx.getStartupFailure()).getDescription()).startsWith("Sluice's configuration is invalid: "
+            + "sluice.http.rules[0].policy-expression '@plans.of(header('X-Tenant')' is not a SpEL expression: "));
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policies[0]=api",
+        "sluice.http.rules[0].policy-expression=header('X-Plan')")).run(ctx ->
+        assertThat(cause(ctx)).hasMessage("sluice.http.rules[0].policy-expression 'header('X-Plan')' is given with policies "
+            + "[api]; an expression chooses one policy per request: give policy (its fallback) instead of policies"));
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy-expression=header('X-Plan')"))
+        .run(ctx -> assertThat(cause(ctx)).hasMessage("sluice.http.rules[0].policy is missing; name one of sluice.policies [api]"
+            + " (with policy-expression: the policy of the requests it chooses none for)"));
+    runner.withPropertyValues(policy("sluice.policies[0].window=1m", "sluice.http.rules[0].policy=api",
+        "sluice.http.rules[0].permits=6", "sluice.http.rules[0].policy-expression=header('X-Plan')")).run(ctx ->
+        assertThat(cause(ctx)).hasMessage("sluice.http.rules[0].policy 'api' allows 5 permits, below the rule's permits 6; "
+            + "the fallback of policy-expression must grant a request"));
+  }
+
+  static class MisparsedPlan {
+    @RateLimited(policy = "per-user", policyExpression = "@plans.of(#user", key = "#user")
+    public String greet(String user) {
+      return "hello " + user;
+    }
+  }
+
+  /** Issue 31: an annotation's policyExpression that is not SpEL stops the start, reported with the method and the value. */
+  @Test void aRateLimitedPolicyExpressionThatIsNotSpelIsReportedAtStart() {
+    Throwable failure = catchThrowable(() -> Apps.startWith(new Class<?>[] {MisparsedPlan.class}).close());
+    assertThat(report(failure).getDescription()).startsWith("Sluice's configuration is invalid: @RateLimited on "
+        + MisparsedPlan.class.getName() + ".greet: policyExpression '@plans.of(#user' is not a SpEL expression: ");
   }
 
   /** A bean whose annotation's key is not SpEL, and one whose timeout is not a duration. */

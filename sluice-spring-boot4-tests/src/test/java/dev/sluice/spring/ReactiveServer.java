@@ -12,7 +12,7 @@ import org.springframework.context.annotation.Configuration;
  */
 @Configuration(proxyBeanMethods = false)
 @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
-class ReactiveServer {
+public class ReactiveServer {
   @Bean
   NettyReactiveWebServerFactory nettyReactiveWebServerFactory() {
     return new NettyReactiveWebServerFactory();
