@@ -45,7 +45,7 @@ class ModuleTest {
         }
       }
     }
-    assertThat(publicTypes).containsExactly("PolicyEntry", "RateLimitExceededHandler", "RateLimited", "RateLimiterRegistry",
+    assertThat(publicTypes).containsExactly("PolicyEntry", "RateLimitEventsEndpoint", "RateLimitExceededHandler", "RateLimited", "RateLimiterRegistry",
         "RateLimitsEndpoint", "RequestKeys", "SluiceAutoConfiguration", "SluiceProperties", "SluiceServletFilter",
         "SluiceWebFilter", "StoreHealthIndicator");
     assertThat(Files.readString(DIR.resolve("target/classes/META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports")).strip())
